@@ -1,0 +1,30 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Transfer",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Transfer", targets: ["Transfer"]),
+    ],
+    dependencies: [],
+    targets: [
+        // The engine: libcurl multi + epoll event loop, sinks, counters, TLS.
+        .target(
+            name: "CTransfer",
+            linkerSettings: [
+                .linkedLibrary("curl"),
+                .linkedLibrary("ssl"),
+                .linkedLibrary("crypto"),
+                .linkedLibrary("pthread"),
+            ]
+        ),
+        // The Swift facade: sessions, tasks, progress, serializers, policy.
+        .target(name: "Transfer", dependencies: ["CTransfer"]),
+        // Test-only helpers: in-process servers, nginx fixture, certificates.
+        .target(name: "TestSupport", dependencies: ["Transfer"], path: "Tests/TestSupport"),
+        .testTarget(name: "CTransferTests", dependencies: ["CTransfer", "TestSupport"]),
+        .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
+        .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport"]),
+    ]
+)

@@ -1,0 +1,1 @@
+#include "ct_internal.h"

@@ -1,0 +1,58 @@
+/*
+ * ct_counters.h - byte counters any thread may read without a lock.
+ *
+ * The loop thread is the only writer; readers use the static inline
+ * functions below (relaxed atomic loads), so Swift reads the four counts of
+ * a running transfer without a lock and without a hop to the loop.
+ */
+#ifndef CT_COUNTERS_H
+#define CT_COUNTERS_H
+
+#include "ct_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Cache-line aligned so that counters of different transfers never share
+ * a line with each other. Fields are written with __atomic builtins only. */
+struct ct_counters {
+  int64_t bytes_sent;
+  int64_t bytes_expected_to_send;      /* -1 unknown */
+  int64_t bytes_received;              /* body bytes, incl. resume offset */
+  int64_t bytes_expected_to_receive;   /* -1 unknown */
+} __attribute__((aligned(64)));
+
+/* Allocate a zeroed block with both expectations at -1. The caller owns it
+ * and frees it with ct_counters_destroy() once no transfer uses it. */
+ct_code ct_counters_create(struct ct_counters *_Nullable *_Nonnull out);
+void ct_counters_destroy(struct ct_counters *_Nullable counters);
+
+static inline int64_t
+ct_counters_sent(const struct ct_counters *_Nonnull c)
+{
+  return __atomic_load_n(&c->bytes_sent, __ATOMIC_RELAXED);
+}
+
+static inline int64_t
+ct_counters_expected_to_send(const struct ct_counters *_Nonnull c)
+{
+  return __atomic_load_n(&c->bytes_expected_to_send, __ATOMIC_RELAXED);
+}
+
+static inline int64_t
+ct_counters_received(const struct ct_counters *_Nonnull c)
+{
+  return __atomic_load_n(&c->bytes_received, __ATOMIC_RELAXED);
+}
+
+static inline int64_t
+ct_counters_expected_to_receive(const struct ct_counters *_Nonnull c)
+{
+  return __atomic_load_n(&c->bytes_expected_to_receive, __ATOMIC_RELAXED);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CT_COUNTERS_H */

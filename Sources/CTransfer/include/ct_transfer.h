@@ -1,0 +1,105 @@
+/*
+ * ct_transfer.h - what a transfer is: request, body source, sink, limits.
+ *
+ * A spec is read only during ct_loop_submit(): every string and array is
+ * copied, except the memory body (borrowed until on_finish, see below).
+ */
+#ifndef CT_TRANSFER_H
+#define CT_TRANSFER_H
+
+#include "ct_counters.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ct_body_kind {
+  CT_BODY_NONE = 0,
+  CT_BODY_MEMORY = 1,   /* body_data/body_length, borrowed until finish */
+  CT_BODY_FILE = 2,     /* body_path from body_offset, read in big blocks */
+  CT_BODY_PULL = 3      /* on_read / on_rewind callbacks */
+} ct_body_kind;
+
+typedef enum ct_sink_kind {
+  CT_SINK_MEMORY = 0,   /* accumulated in C, moved out in ct_result.body */
+  CT_SINK_FILE = 1,     /* buffered writes to sink_path (see below) */
+  CT_SINK_DISCARD = 2,  /* counted, not stored */
+  CT_SINK_STREAM = 3    /* each chunk to on_data */
+} ct_sink_kind;
+
+typedef enum ct_http_version {
+  CT_HTTP_AUTO = 0,     /* HTTP/2 over TLS when ALPN agrees, else 1.1 */
+  CT_HTTP_1_1 = 1,
+  CT_HTTP_2 = 2,        /* prefer 2 (h2c prior knowledge is not used) */
+  CT_HTTP_1_0 = 3
+} ct_http_version;
+
+/* Flags */
+#define CT_FLAG_NO_BODY           (1u << 0)  /* HEAD: do not read a body */
+#define CT_FLAG_FOLLOW_REDIRECTS  (1u << 1)
+#define CT_FLAG_INSECURE          (1u << 2)  /* no peer/host verification */
+#define CT_FLAG_KEEP_PARTIAL      (1u << 3)  /* failure keeps .part + state */
+#define CT_FLAG_AWAIT_DISPOSITION (1u << 4)  /* pause at first body byte
+                                              * until ct_loop_set_disposition */
+#define CT_FLAG_NO_DECOMPRESS     (1u << 5)  /* do not ask for gzip etc. */
+#define CT_FLAG_FAIL_ON_RANGE_IGNORED (1u << 6)
+#define CT_FLAG_NO_PREALLOCATE    (1u << 7)
+
+struct ct_transfer_spec {
+  const char *_Nonnull url;          /* http or https only */
+  const char *_Nullable method;      /* NULL: GET, or POST with a body */
+  /* "Name: value" lines, without CR/LF (refused otherwise). */
+  const char *_Nullable const *_Nullable headers;
+  size_t header_count;
+  uint32_t flags;
+
+  ct_body_kind body_kind;
+  const void *_Nullable body_data;
+  int64_t body_length;               /* memory/file; -1: to end / unknown */
+  const char *_Nullable body_path;
+  int64_t body_offset;
+
+  ct_sink_kind sink_kind;
+  /* File sink: bytes go to `sink_part_path` (default "<sink_path>.part");
+   * on success they are flushed, fsync'd and renamed to sink_path. With
+   * sink_path NULL the part file is kept as the result (file_path). On
+   * failure the part file is removed unless CT_FLAG_KEEP_PARTIAL. */
+  const char *_Nullable sink_path;
+  const char *_Nullable sink_part_path;
+  size_t sink_buffer_size;           /* 0: default (4 MiB) */
+  /* Resume: continue the part file at this offset with Range, and with
+   * If-Range when `if_range` (an ETag or a Last-Modified) is set. A 200 in
+   * reply restarts the file from zero. */
+  int64_t resume_offset;
+  const char *_Nullable if_range;
+  /* Segments: a byte range [range_start, range_end] (inclusive) written at
+   * the same offsets of the part file; range_end -1 means none. */
+  int64_t range_start;
+  int64_t range_end;
+
+  int64_t connect_timeout_ms;        /* 0: library default (30 s) */
+  int64_t timeout_ms;                /* whole transfer; 0: none */
+  int64_t low_speed_limit;           /* bytes/s; 0: off */
+  int64_t low_speed_time_s;
+  int64_t max_redirects;             /* with CT_FLAG_FOLLOW_REDIRECTS */
+  int64_t max_recv_speed;            /* bytes/s; 0: unlimited */
+  int64_t max_send_speed;
+  ct_http_version http_version;
+  const char *_Nullable ca_file;     /* overrides the loop's anchors */
+  const char *_Nullable client_cert; /* PEM */
+  const char *_Nullable client_key;  /* PEM */
+  const char *_Nullable user_password;  /* "user:password", Basic */
+  int32_t priority;                  /* 0 default; higher first in queue */
+  uint32_t progress_interval_ms;     /* 0: 16 ms; on_progress throttling */
+
+  /* Optional counters block the loop writes (see ct_counters.h). */
+  struct ct_counters *_Nullable counters;
+};
+
+/* Fill a spec with defaults (GET, memory sink, 30 s connect timeout). */
+void ct_transfer_spec_init(struct ct_transfer_spec *_Nonnull spec);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CT_TRANSFER_H */

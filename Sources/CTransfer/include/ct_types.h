@@ -1,0 +1,169 @@
+/*
+ * ct_types.h - codes, results and the callback table of the transfer engine.
+ *
+ * Nothing here includes libcurl or OpenSSL: Swift imports this header as it
+ * is, and the engine's dependencies stay private to the .c files.
+ */
+#ifndef CT_TYPES_H
+#define CT_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if !__has_feature(nullability)
+#define _Nonnull
+#define _Nullable
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Stable codes: never renumbered, new ones are appended. */
+typedef enum ct_code {
+  CT_OK = 0,
+  CT_E_INVALID_ARGUMENT = 1,  /* a NULL or out-of-range argument (our bug) */
+  CT_E_NO_MEMORY = 2,
+  CT_E_INVALID_REQUEST = 3,   /* bad URL, scheme, header, method */
+  CT_E_CANNOT_CONNECT = 4,    /* DNS, refused, unreachable */
+  CT_E_TIMED_OUT = 5,
+  CT_E_TLS = 6,               /* handshake failed, untrusted chain */
+  CT_E_SERVER_TRUST = 7,      /* refused by the pinning policy */
+  CT_E_TOO_MANY_REDIRECTS = 8,
+  CT_E_REDIRECT_REFUSED = 9,  /* e.g. to a non-HTTP scheme */
+  CT_E_TRUNCATED = 10,        /* body shorter than announced */
+  CT_E_BAD_RESPONSE = 11,     /* garbage status line or headers */
+  CT_E_CANCELLED = 12,
+  CT_E_SINK_IO = 13,          /* writing the destination failed: errno */
+  CT_E_SOURCE_IO = 14,        /* reading the upload body failed: errno */
+  CT_E_CHECKSUM = 15,         /* body digest differs from the expected one */
+  CT_E_TRANSPORT = 16,        /* any other network failure: curl_code */
+  CT_E_SHUTDOWN = 17,         /* the loop is shutting down or gone */
+  CT_E_SYSTEM = 18,           /* epoll, eventfd, thread creation: errno */
+  CT_E_UNSUPPORTED = 19,      /* libcurl lacks a feature we need */
+  CT_E_NOT_FOUND = 20,        /* no transfer with that id */
+  CT_E_HTTP_STATUS = 21       /* used by higher layers only */
+} ct_code;
+
+/* Why the trust evaluation refused a chain (ct_result.tls_reason). */
+typedef enum ct_tls_reason {
+  CT_TLS_OK = 0,
+  CT_TLS_CHAIN_INVALID = 1,     /* OpenSSL rejected it; see verify_error */
+  CT_TLS_HOSTNAME_MISMATCH = 2,
+  CT_TLS_NO_PIN_MATCHED = 3,
+  CT_TLS_POLICY_INVALID = 4,    /* the policy itself is refused */
+  CT_TLS_REJECTED_BY_DELEGATE = 5,
+  CT_TLS_HANDSHAKE = 6          /* the handshake failed before evaluation */
+} ct_tls_reason;
+
+/* Per-transfer timings, seconds from the start of the transfer; -1 unknown. */
+struct ct_metrics {
+  double queued;           /* submit -> added to curl (on the loop) */
+  double name_lookup;
+  double connect;
+  double tls;              /* appconnect; 0 for plain HTTP */
+  double request_sent;     /* pretransfer */
+  double first_byte;       /* starttransfer */
+  double total;
+  double redirect;
+  int64_t redirect_count;
+  int64_t header_bytes;
+  int64_t request_bytes;   /* bytes of request headers sent */
+  int64_t body_bytes_sent;
+  int64_t body_bytes_received;  /* decoded body bytes */
+  int32_t http_version;    /* 10, 11, 20, 30; 0 unknown */
+  int32_t reused_connection;    /* 1 when no new connection was made */
+  int32_t remote_port;
+  int32_t local_port;
+  char remote_ip[64];
+  char local_ip[64];
+};
+
+/* The outcome of a finished transfer, handed to on_finish. */
+struct ct_result {
+  ct_code code;
+  int32_t curl_code;       /* CURLcode, 0 if libcurl was not the cause */
+  int32_t sys_errno;       /* from the sink, the source or a syscall */
+  int32_t tls_reason;      /* ct_tls_reason */
+  int32_t verify_error;    /* X509_V_ERR_* when tls_reason says chain */
+  long http_status;
+  int64_t bytes_on_disk;   /* file sinks: bytes durably in the file */
+  int64_t resume_offset;   /* the offset the transfer started at */
+  const char *_Nullable effective_url;
+  const char *_Nullable redirect_url;  /* Location when not followed */
+  const char *_Nullable etag;          /* validators of the response */
+  const char *_Nullable last_modified;
+  const char *_Nullable file_path;     /* file sinks: final or kept path */
+  /* Memory sinks: the body. Ownership moves to the callee, who releases
+   * it with ct_buffer_free(); NULL when empty or not a memory sink. */
+  void *_Nullable body;
+  size_t body_length;
+  struct ct_metrics metrics;
+  char message[256];       /* CURLOPT_ERRORBUFFER, OpenSSL or strerror */
+};
+
+/* Response head: the final response's status line and headers. */
+struct ct_response_head {
+  long status;
+  int32_t http_version;
+  int64_t content_length;  /* -1 when unknown */
+  int64_t resume_offset;   /* > 0 when a 206 continues a partial file */
+  const char *_Nonnull effective_url;
+  const char *_Nonnull raw_headers;  /* "Name: value\r\n" lines */
+  size_t raw_headers_length;
+};
+
+/* A progress snapshot (copied by the callee). */
+struct ct_progress {
+  int64_t bytes_sent;
+  int64_t bytes_expected_to_send;      /* -1 unknown */
+  int64_t bytes_received;              /* includes resume_offset */
+  int64_t bytes_expected_to_receive;   /* -1 unknown; includes offset */
+  double elapsed;                      /* seconds since start */
+};
+
+/*
+ * Callbacks into the owner of a transfer. All run on the loop thread and
+ * must return quickly: copy what you need and hop to your own queue. They
+ * must not call back into the loop synchronously except through
+ * ct_loop_* command functions, which only enqueue.
+ *
+ * `ctx` is the pointer given to ct_loop_submit.
+ */
+struct ct_callbacks {
+  /* The final response head is complete (after redirects). Optional. */
+  void (*_Nullable on_response)(void *_Nullable ctx,
+                                const struct ct_response_head *_Nonnull head);
+  /* Throttled progress (see ct_transfer_spec.progress_interval_ms). */
+  void (*_Nullable on_progress)(void *_Nullable ctx,
+                                const struct ct_progress *_Nonnull progress);
+  /* Body chunks, only for CT_SINK_STREAM. The bytes are valid only during
+   * the call. */
+  void (*_Nullable on_data)(void *_Nullable ctx, const void *_Nonnull bytes,
+                            size_t length);
+  /* Exactly once per submitted transfer, last of all its callbacks. The
+   * result (and the strings it points to) are valid only during the call;
+   * `body` is moved to the callee. */
+  void (*_Nullable on_finish)(void *_Nullable ctx,
+                              const struct ct_result *_Nonnull result);
+  /* Pull source for CT_BODY_PULL: fill up to `capacity` bytes, return the
+   * count, 0 at the end, -1 on error. Runs on the loop thread. */
+  int64_t (*_Nullable on_read)(void *_Nullable ctx, void *_Nonnull buffer,
+                               size_t capacity);
+  /* Pull source rewind (after a redirect or auth retry): 0 ok, -1 cannot. */
+  int32_t (*_Nullable on_rewind)(void *_Nullable ctx);
+};
+
+/* Release a body handed over in ct_result.body. Accepts NULL. */
+void ct_buffer_free(void *_Nullable body);
+
+/* A stable name for a code ("timed_out"), never NULL. */
+const char *_Nonnull ct_code_name(ct_code code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CT_TYPES_H */

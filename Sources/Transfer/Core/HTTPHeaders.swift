@@ -1,0 +1,133 @@
+import Foundation
+
+/// An ordered list of HTTP header fields with case-insensitive lookup.
+///
+/// Names and values are validated when the request is serialized or sent: a
+/// value with CR or LF, or a name that is not an RFC 9110 token, is refused
+/// with ``TransferError/Code/invalidRequest`` (no header injection).
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral,
+    CustomStringConvertible
+{
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    private var fields: [Field] = []
+
+    public init() {}
+
+    public init(_ fields: [(String, String)]) {
+        self.fields = fields.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    public var count: Int { fields.count }
+    public var isEmpty: Bool { fields.isEmpty }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// The first value for `name` (case-insensitive); setting replaces every
+    /// field of that name, and `nil` removes them.
+    public subscript(name: String) -> String? {
+        get { value(for: name) }
+        set {
+            if let newValue { replaceOrAdd(name: name, value: newValue) } else { remove(name: name) }
+        }
+    }
+
+    public func value(for name: String) -> String? {
+        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    public func values(for name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+    }
+
+    public func contains(_ name: String) -> Bool { value(for: name) != nil }
+
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    public mutating func replaceOrAdd(name: String, value: String) {
+        if let index = fields.firstIndex(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) {
+            fields[index].value = value
+            var next = index + 1
+            while next < fields.count {
+                if fields[next].name.caseInsensitiveCompare(name) == .orderedSame {
+                    fields.remove(at: next)
+                } else {
+                    next += 1
+                }
+            }
+        } else {
+            fields.append(Field(name: name, value: value))
+        }
+    }
+
+    public mutating func remove(name: String) {
+        fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+    }
+
+    /// Fields of `other` replace fields of the same name here.
+    public func merging(_ other: HTTPHeaders) -> HTTPHeaders {
+        var result = self
+        for field in other { result.replaceOrAdd(name: field.name, value: field.value) }
+        return result
+    }
+
+    /// A dictionary view (last field of a name wins, names as first seen).
+    public var dictionary: [String: String] {
+        var result: [String: String] = [:]
+        for field in fields { result[field.name] = field.value }
+        return result
+    }
+
+    public var description: String {
+        fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
+    }
+
+    /// Refuses header names that are not tokens and values with CR, LF or NUL.
+    public static func validate(name: String, value: String) throws(TransferError) {
+        if name.isEmpty || !name.utf8.allSatisfy(isTokenByte) {
+            throw TransferError(.invalidRequest, "invalid header name \(name.debugDescription)")
+        }
+        if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) {
+            throw TransferError(.invalidRequest, "header \(name) has a CR, LF or NUL in its value")
+        }
+    }
+
+    /// Validates every field (see ``validate(name:value:)``).
+    public func validate() throws(TransferError) {
+        for field in fields { try Self.validate(name: field.name, value: field.value) }
+    }
+
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    /// Parses raw "Name: value\r\n" lines (as the engine delivers them).
+    /// Lines without a colon and obsolete folding are ignored.
+    public init(rawHeaderBlock raw: String) {
+        for line in raw.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\r\n" || $0 == "\n" || $0 == "\r" }) {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            if !name.isEmpty { fields.append(Field(name: name, value: value)) }
+        }
+    }
+}

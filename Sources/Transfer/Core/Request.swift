@@ -1,0 +1,92 @@
+import Foundation
+
+/// An HTTP method; any token is allowed, the common ones have names.
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral,
+    CustomStringConvertible
+{
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
+    public init(_ rawValue: String) { self.init(rawValue: rawValue) }
+    public init(stringLiteral value: String) { self.init(rawValue: value) }
+    public var description: String { rawValue }
+
+    public static let get = HTTPMethod("GET")
+    public static let head = HTTPMethod("HEAD")
+    public static let post = HTTPMethod("POST")
+    public static let put = HTTPMethod("PUT")
+    public static let patch = HTTPMethod("PATCH")
+    public static let delete = HTTPMethod("DELETE")
+    public static let options = HTTPMethod("OPTIONS")
+}
+
+/// A request: the Linux spelling of `NSURLRequest` for Transfer.
+public struct Request: Sendable, Hashable, CustomStringConvertible {
+    /// Where the body comes from.
+    public enum Body: Sendable, Hashable {
+        case data(Data)
+        /// A file read in large blocks; `length` nil means to the end.
+        case file(URL, offset: Int64 = 0, length: Int64? = nil)
+        /// A streamed body; the provider is asked again for a fresh stream
+        /// after a redirect or an authentication retry.
+        case stream(BodyStreamProvider, length: Int64?)
+    }
+
+    /// How a cached response may be used. Transfer has no cache of its own;
+    /// the policy is carried for serializers and hooks that use one.
+    public enum CachePolicy: Sendable, Hashable {
+        case useProtocolCachePolicy, reloadIgnoringLocalCacheData, returnCacheDataElseLoad,
+            returnCacheDataDontLoad
+    }
+
+    public var url: URL
+    public var method: HTTPMethod
+    public var headers: HTTPHeaders
+    public var body: Body?
+    /// Seconds the whole transfer may take (0: no limit beyond the session's).
+    public var timeoutInterval: TimeInterval
+    public var cachePolicy: CachePolicy
+    public var httpShouldHandleCookies: Bool
+
+    public init(url: URL, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: Body? = nil,
+                timeoutInterval: TimeInterval = 0, cachePolicy: CachePolicy = .useProtocolCachePolicy)
+    {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.timeoutInterval = timeoutInterval
+        self.cachePolicy = cachePolicy
+        self.httpShouldHandleCookies = true
+    }
+
+    /// Parses `string` as a URL; throws ``TransferError/Code/invalidRequest``
+    /// when it is not an absolute http or https URL.
+    public init(_ string: String, method: HTTPMethod = .get) throws(TransferError) {
+        guard let url = URL(string: string), let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", url.host?.isEmpty == false
+        else {
+            throw TransferError(.invalidRequest, "not an http(s) URL: \(string.debugDescription)")
+        }
+        self.init(url: url, method: method)
+    }
+
+    /// `headers[name]`, as URLRequest spells it.
+    public func value(forHTTPHeaderField name: String) -> String? { headers[name] }
+
+    /// Sets (or with nil removes) a header, as URLRequest spells it.
+    public mutating func setValue(_ value: String?, forHTTPHeaderField name: String) {
+        headers[name] = value
+    }
+
+    public var description: String { "\(method) \(url.absoluteString)" }
+}
+
+/// Supplies a fresh input stream for a streamed upload body, each time the
+/// body has to be sent from the start.
+public struct BodyStreamProvider: Sendable, Hashable {
+    private let id = UUID()
+    public let makeStream: @Sendable () -> InputStream?
+    public init(_ makeStream: @escaping @Sendable () -> InputStream?) { self.makeStream = makeStream }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// The one error type of Transfer. Codes are open (new ones do not break a
+/// `switch` with a default), and the underlying curl, errno, TLS and HTTP
+/// detail is kept.
+public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        fileprivate init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// Bad URL, unsupported scheme, bad header or method, unreadable input file.
+        public static let invalidRequest = Code("invalidRequest")
+        /// Name resolution failed, connection refused or unreachable.
+        public static let cannotConnect = Code("cannotConnect")
+        public static let timedOut = Code("timedOut")
+        /// TLS handshake failed, untrusted chain, expired, hostname mismatch.
+        public static let tlsFailure = Code("tlsFailure")
+        /// The security policy (pins) refused the server.
+        public static let serverTrustRejected = Code("serverTrustRejected")
+        public static let tooManyRedirects = Code("tooManyRedirects")
+        /// A redirect to a scheme other than http/https, or refused by a hook.
+        public static let redirectRefused = Code("redirectRefused")
+        public static let unacceptableStatusCode = Code("unacceptableStatusCode")
+        public static let unacceptableContentType = Code("unacceptableContentType")
+        public static let serializationFailed = Code("serializationFailed")
+        /// The body ended before its announced length, or the response was malformed.
+        public static let truncatedResponse = Code("truncatedResponse")
+        public static let badResponse = Code("badResponse")
+        public static let cancelled = Code("cancelled")
+        /// Writing, moving or reading a local file failed (errno in ``systemErrno``).
+        public static let fileError = Code("fileError")
+        public static let checksumMismatch = Code("checksumMismatch")
+        /// Resume data that is corrupt, foreign or of an unknown version.
+        public static let invalidResumeData = Code("invalidResumeData")
+        /// The session was invalidated; no new task can be created.
+        public static let sessionInvalidated = Code("sessionInvalidated")
+        /// Any other transport failure (``curlCode`` says which).
+        public static let transport = Code("transport")
+        /// A bug in Transfer: please report it.
+        public static let internalError = Code("internalError")
+    }
+
+    public var code: Code
+    public var message: String
+    public var curlCode: Int32?
+    public var systemErrno: Int32?
+    /// Why server trust failed (``TrustFailureReason``), when it did.
+    public var tlsReason: Int32?
+    /// OpenSSL's X509_V_ERR_* code when the chain did not validate.
+    public var verifyError: Int32?
+    public var httpStatus: Int?
+    public var url: URL?
+    /// The response and body, for validation and serialization errors.
+    public var response: HTTPResponse?
+    public var responseData: Data?
+    public var underlyingError: (any Error & Sendable)?
+
+    public init(_ code: Code, _ message: String, url: URL? = nil, underlying: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.url = url
+        self.underlyingError = underlying
+    }
+
+    public var description: String { "TransferError.\(code.name): \(message)" }
+
+    public var debugDescription: String {
+        var parts = [description]
+        if let url { parts.append("url=\(url.absoluteString)") }
+        if let curlCode { parts.append("curl=\(curlCode)") }
+        if let systemErrno { parts.append("errno=\(systemErrno)") }
+        if let tlsReason { parts.append("tls=\(tlsReason)") }
+        if let verifyError { parts.append("verify=\(verifyError)") }
+        if let httpStatus { parts.append("status=\(httpStatus)") }
+        if let underlyingError { parts.append("underlying=\(underlyingError)") }
+        return parts.joined(separator: " ")
+    }
+}
+
+extension TransferError: Equatable {
+    /// Two errors are equal when code, message and the numeric details match.
+    public static func == (lhs: TransferError, rhs: TransferError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.curlCode == rhs.curlCode
+            && lhs.systemErrno == rhs.systemErrno && lhs.httpStatus == rhs.httpStatus
+    }
+}

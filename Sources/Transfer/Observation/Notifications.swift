@@ -1,0 +1,28 @@
+import Foundation
+
+extension Notification.Name {
+    /// A task was resumed (object: the task).
+    public static let transferTaskDidResume = Notification.Name("transfer.task.didResume")
+    /// A task was suspended (object: the task).
+    public static let transferTaskDidSuspend = Notification.Name("transfer.task.didSuspend")
+    /// A task completed (object: the task; userInfo: see ``TransferNotificationKey``).
+    public static let transferTaskDidComplete = Notification.Name("transfer.task.didComplete")
+    /// A session was invalidated (object: the session manager).
+    public static let transferSessionDidInvalidate = Notification.Name("transfer.session.didInvalidate")
+    /// A download was moved to its destination (object: the task).
+    public static let transferDownloadDidMoveFile = Notification.Name("transfer.download.didMoveFile")
+    /// Moving a download to its destination failed (object: the task; userInfo error).
+    public static let transferDownloadDidFailToMoveFile = Notification.Name("transfer.download.didFailToMoveFile")
+}
+
+/// Keys of the userInfo of ``Notification/Name/transferTaskDidComplete``,
+/// as AFNetworking's AFNetworkingTaskDidComplete*Key.
+public enum TransferNotificationKey {
+    public static let responseSerializer = "transfer.complete.responseSerializer"
+    public static let responseData = "transfer.complete.responseData"
+    public static let serializedResponse = "transfer.complete.serializedResponse"
+    public static let error = "transfer.complete.error"
+    public static let assetPath = "transfer.complete.assetPath"
+    public static let metrics = "transfer.complete.metrics"
+    public static let response = "transfer.complete.response"
+}

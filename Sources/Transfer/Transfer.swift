@@ -1,0 +1,2 @@
+@_exported import struct Foundation.URL
+@_exported import struct Foundation.Data
