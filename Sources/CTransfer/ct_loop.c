@@ -596,6 +596,12 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
   curl_multi_setopt(loop->multi, CURLMOPT_TIMERDATA, loop);
   curl_multi_setopt(loop->multi, CURLMOPT_PIPELINING,
                     config->multiplex ? CURLPIPE_MULTIPLEX : CURLPIPE_NOTHING);
+  /* libcurl's default cache size follows the number of handles in the
+   * multi, which drops to nothing between bursts of short transfers and
+   * then closes the connections we want to reuse: fix it instead. */
+  curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS,
+                    (long)(config->max_idle_connections > 0 ?
+                           config->max_idle_connections : 256));
   if(config->max_connections_per_host > 0)
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                       (long)config->max_connections_per_host);
