@@ -1,0 +1,106 @@
+import Foundation
+import Transfer
+
+/// The exit codes of docs/CLI.md.
+enum ExitStatus: Int32, Sendable, Comparable {
+    case success = 0
+    case internalError = 1
+    case usage = 2
+    case invalidRequest = 3
+    case cannotConnect = 4
+    case timedOut = 5
+    case tls = 6
+    case pinning = 7
+    case redirect = 8
+    case status = 9
+    case content = 10
+    case truncated = 11
+    case localFile = 12
+    case checksum = 13
+    case interrupted = 14
+
+    static func < (lhs: ExitStatus, rhs: ExitStatus) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The class named in failure lines.
+    var className: String {
+        switch self {
+        case .success: return "ok"
+        case .internalError: return "internal error"
+        case .usage: return "usage error"
+        case .invalidRequest: return "invalid request"
+        case .cannotConnect: return "cannot connect"
+        case .timedOut: return "timed out"
+        case .tls: return "TLS failure"
+        case .pinning: return "server trust refused"
+        case .redirect: return "redirect failure"
+        case .status: return "HTTP status not acceptable"
+        case .content: return "content not acceptable"
+        case .truncated: return "truncated response"
+        case .localFile: return "local file error"
+        case .checksum: return "checksum mismatch"
+        case .interrupted: return "interrupted"
+        }
+    }
+
+    /// The one place where library error codes become exit codes.
+    init(_ error: TransferError) {
+        switch error.code {
+        case .invalidRequest, .invalidResumeData: self = .invalidRequest
+        case .cannotConnect: self = .cannotConnect
+        case .timedOut: self = .timedOut
+        case .tlsFailure: self = .tls
+        case .serverTrustRejected: self = .pinning
+        case .tooManyRedirects, .redirectRefused: self = .redirect
+        case .unacceptableStatusCode: self = .status
+        case .unacceptableContentType, .serializationFailed: self = .content
+        case .truncatedResponse, .badResponse: self = .truncated
+        case .fileError: self = .localFile
+        case .checksumMismatch: self = .checksum
+        case .cancelled: self = .interrupted
+        case .transport: self = ExitStatus(curlCode: error.curlCode)
+        default: self = .internalError
+        }
+    }
+
+    /// `transport` errors carry the CURLcode; sort the common ones into classes.
+    private init(curlCode: Int32?) {
+        switch curlCode {
+        case 1, 3, 4, 26, 27: self = .invalidRequest      // protocol, URL, feature, read, memory
+        case 5, 6, 7, 45: self = .cannotConnect           // proxy, host, connect, interface
+        case 28: self = .timedOut
+        case 35, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 98: self = .tls
+        case 90: self = .pinning
+        case 47: self = .redirect
+        case 8, 18, 52, 55, 56, 61, 92, 95: self = .truncated  // weird reply, partial, empty, send/recv, h2
+        case 23: self = .localFile
+        default: self = .truncated
+        }
+    }
+}
+
+/// One failed transfer: what the stderr line says.
+struct Failure: Error, Sendable {
+    var status: ExitStatus
+    var detail: String
+
+    init(_ status: ExitStatus, _ detail: String) {
+        self.status = status
+        self.detail = detail
+    }
+
+    init(_ error: TransferError) {
+        status = ExitStatus(error)
+        var parts = [error.message]
+        if let curl = error.curlCode { parts.append("curl \(curl)") }
+        if let errno = error.systemErrno, errno != 0 {
+            parts.append("errno \(errno): \(String(cString: strerror(errno)))")
+        }
+        if let code = error.verifyError { parts.append("X509 verify \(code)") }
+        detail = parts.joined(separator: "; ")
+    }
+
+    /// `transfer: URL: class: detail`, without control characters.
+    func line(url: String) -> String {
+        Terminal.printable("transfer: \(url): \(status.className): \(detail)")
+    }
+}

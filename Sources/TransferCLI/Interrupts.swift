@@ -1,0 +1,84 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Transfer
+
+/// Ctrl-C and SIGTERM: the first signal cancels every running task (each
+/// completes as cancelled, and the library removes its `.part` file) and
+/// stops new ones from starting; a second signal exits at once with 14.
+final class Interrupts: Sendable {
+    private struct State {
+        var interrupted = false
+        var tasks: [Int: TransferTask] = [:]
+        var signals = 0
+    }
+
+    private let state = Mutex(State())
+    private let queue = DispatchQueue(label: "transfer.cli.signals")
+    /// The dispatch sources must stay alive; set once in `install`.
+    private let sources = SourceList()
+
+    /// Blocks SIGINT and SIGTERM in the calling thread. Call first thing in
+    /// main, before any thread exists: threads inherit the mask, so no
+    /// thread takes the default action (death) and libdispatch's signalfd
+    /// sees the signals. (SIG_IGN would not do on Linux: an ignored signal
+    /// is discarded before signalfd can read it.) SIGPIPE is ignored: a
+    /// closed stdout shows up as EPIPE from write(2).
+    static func blockEarly() {
+        signal(SIGPIPE, SIG_IGN)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Watches SIGINT and SIGTERM (blocked by ``blockEarly()``).
+    func install(onInterrupt: @escaping @Sendable () -> Void) {
+        var made: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { [self] in
+                let (first, tasks) = state.withLock { state -> (Bool, [TransferTask]) in
+                    state.signals += 1
+                    state.interrupted = true
+                    return (state.signals == 1, Array(state.tasks.values))
+                }
+                guard first else {
+                    // Second signal: the user insists. Cancel once more and leave.
+                    for task in tasks { task.cancel() }
+                    exit(ExitStatus.interrupted.rawValue)
+                }
+                onInterrupt()
+                for task in tasks { task.cancel() }
+            }
+            source.resume()
+            made.append(source)
+        }
+        sources.keep(made)
+    }
+
+    var isInterrupted: Bool { state.withLock { $0.interrupted } }
+
+    /// Registers a task before it starts; false (and the task is not
+    /// registered) when the run was already interrupted.
+    func register(_ task: TransferTask, id: Int) -> Bool {
+        state.withLock { state in
+            guard !state.interrupted else { return false }
+            state.tasks[id] = task
+            return true
+        }
+    }
+
+    func unregister(id: Int) {
+        _ = state.withLock { $0.tasks.removeValue(forKey: id) }
+    }
+}
+
+/// Keeps the signal sources alive for the life of the process.
+/// @unchecked Sendable: `list` is written once, under `lock`, and never read.
+private final class SourceList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [any DispatchSourceSignal] = []
+    func keep(_ sources: [any DispatchSourceSignal]) { lock.withLock { list = sources } }
+}

@@ -1,0 +1,145 @@
+import ArgumentParser
+
+/// Every option of docs/CLI.md, shared by all verbs. Parsing only: what the
+/// values mean is decided in `RunPlan`.
+struct Options: ParsableArguments {
+    // MARK: Output
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write the body to PATH (via PATH.part).")
+    var output: String?
+
+    @Flag(name: [.customShort("O"), .customLong("remote-name")],
+          help: "Name the file from Content-Disposition or the URL path.")
+    var remoteName = false
+
+    @Option(name: .customLong("output-dir"), help: "Where -O and multi-URL downloads go.")
+    var outputDir: String?
+
+    @Flag(name: .customLong("discard"), help: "Count the body bytes, store nothing.")
+    var discard = false
+
+    // MARK: Many transfers
+
+    @Option(name: .customLong("url-file"), help: "One URL per line (blank lines and # comments skipped).")
+    var urlFile: String?
+
+    @Option(name: .customLong("parallel"), help: "At most N transfers at once.")
+    var parallel: Int = 8
+
+    @Option(name: .customLong("segments"), help: "Download one file over N connections (Range requests).")
+    var segments: Int = 1
+
+    // MARK: Resume and integrity
+
+    @Flag(name: .customLong("resume"), help: "Keep the partial file when interrupted; continue it next time.")
+    var resume = false
+
+    @Option(name: .customLong("sha256"), help: "Expected SHA-256 of the body (hex).")
+    var sha256: String?
+
+    // MARK: Request
+
+    @Option(name: [.customShort("H"), .customLong("header")], help: "\"Name: value\" (repeatable).")
+    var headers: [String] = []
+
+    @Option(name: [.customShort("X"), .customLong("request")], help: "Override the method.")
+    var method: String?
+
+    @Option(name: .customLong("data"), help: "Body: STRING or @FILE (form-encoded or raw).")
+    var data: String?
+
+    @Option(name: .customLong("json"), help: "JSON body: STRING or @FILE.")
+    var json: String?
+
+    @Option(name: [.customShort("F"), .customLong("form")], help: "Multipart part: name=value or name=@file[;type=mime].")
+    var form: [String] = []
+
+    @Option(name: [.customShort("T"), .customLong("upload-file")], help: "Body streamed from FILE.")
+    var uploadFile: String?
+
+    @Option(name: .customLong("user"), help: "USER:PASSWORD for Basic authentication.")
+    var user: String?
+
+    // MARK: Limits
+
+    @Option(name: .customLong("timeout"), help: "Seconds the whole transfer may take.")
+    var timeout: Double?
+
+    @Option(name: .customLong("connect-timeout"), help: "Seconds to connect (TCP + TLS).")
+    var connectTimeout: Double?
+
+    @Option(name: .customLong("max-redirects"), help: "Redirects to follow at most.")
+    var maxRedirects: Int = 16
+
+    @Flag(name: .customLong("no-follow"), help: "Do not follow redirects.")
+    var noFollow = false
+
+    @Option(name: .customLong("limit-rate"), help: "Bytes per second per transfer (e.g. 2M).")
+    var limitRate: String?
+
+    @Option(name: .customLong("limit-rate-total"), help: "Bytes per second shared by all transfers.")
+    var limitRateTotal: String?
+
+    @Flag(name: .customLong("http1.1"), help: "Prefer HTTP/1.1.")
+    var http11 = false
+
+    @Flag(name: .customLong("http2"), help: "Prefer HTTP/2.")
+    var http2 = false
+
+    // MARK: Server trust
+
+    @Option(name: .customLong("cacert"), help: "Trust anchors (PEM) instead of the system store.")
+    var cacert: String?
+
+    @Option(name: .customLong("pinning-mode"), help: "none, public-key or certificate.")
+    var pinningMode: String = "none"
+
+    @Option(name: .customLong("pin-cert"), help: "Pinned certificate, DER or PEM (repeatable).")
+    var pinCerts: [String] = []
+
+    @Option(name: .customLong("pin-sha256"), help: "Pinned SPKI SHA-256, base64 (repeatable).")
+    var pinSHA256: [String] = []
+
+    @Flag(name: .customLong("allow-invalid-certificates"), help: "Accept untrusted or expired chains.")
+    var allowInvalidCertificates = false
+
+    @Flag(name: .customLong("no-validate-domain"), help: "Do not check the host name.")
+    var noValidateDomain = false
+
+    @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Both of the two flags above.")
+    var insecure = false
+
+    @Option(name: .customLong("cert"), help: "Client certificate (PEM).")
+    var cert: String?
+
+    @Option(name: .customLong("key"), help: "Client key (PEM).")
+    var key: String?
+
+    // MARK: Response
+
+    @Option(name: .customLong("serializer"), help: "data, json, xml, plist or text.")
+    var serializer: String?
+
+    @Option(name: .customLong("accept-status"), help: "Acceptable status codes, e.g. 200-299,304.")
+    var acceptStatus: String = "200-299"
+
+    @Flag(name: [.customShort("i"), .customLong("include")], help: "Print the status line and headers before the body.")
+    var include = false
+
+    @Option(name: .customLong("print"), help: "body, headers, status or none.")
+    var printMode: String?
+
+    // MARK: Display and data
+
+    @Option(name: .customLong("progress"), help: "auto, bar, percent, spinner or none.")
+    var progress: String = "auto"
+
+    @Option(name: .customLong("metrics"), help: "One JSON object per finished transfer, to FILE or - (stdout).")
+    var metrics: String?
+
+    @Flag(name: [.customShort("v"), .customLong("verbose")], help: "Describe each transfer on stderr.")
+    var verbose = false
+
+    @Flag(name: [.customShort("s"), .customLong("silent")], help: "No progress and no notes (failures still print).")
+    var silent = false
+}

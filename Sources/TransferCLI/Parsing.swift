@@ -1,0 +1,138 @@
+import Foundation
+
+/// Small parsers for option values; each returns nil on bad input so the
+/// caller can report a usage error naming the flag.
+enum Parse {
+    /// "2M", "500k", "1.5G", "1000" → bytes per second (K = 1024, as curl).
+    static func rate(_ text: String) -> Int64? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let last = trimmed.last else { return nil }
+        var multiplier: Double = 1
+        var number = Substring(trimmed)
+        switch last {
+        case "k", "K": multiplier = 1024
+        case "m", "M": multiplier = 1024 * 1024
+        case "g", "G": multiplier = 1024 * 1024 * 1024
+        default: break
+        }
+        if multiplier != 1 { number = number.dropLast() }
+        guard let value = Double(number), value.isFinite, value > 0 else { return nil }
+        let bytes = value * multiplier
+        guard bytes >= 1, bytes < Double(Int64.max) else { return nil }
+        return Int64(bytes)
+    }
+
+    /// "200-299,304" → closed ranges; nil when malformed.
+    static func statusRanges(_ text: String) -> [ClosedRange<Int>]? {
+        var ranges: [ClosedRange<Int>] = []
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let bounds = part.split(separator: "-", omittingEmptySubsequences: false)
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            guard (1...2).contains(bounds.count), let low = Int(bounds[0]),
+                let high = bounds.count == 2 ? Int(bounds[1]) : low,
+                (100...999).contains(low), (100...999).contains(high), low <= high
+            else { return nil }
+            ranges.append(low...high)
+        }
+        return ranges.isEmpty ? nil : ranges
+    }
+
+    /// "Name: value" → (name, value); nil without a colon or with an empty name.
+    static func header(_ text: String) -> (String, String)? {
+        guard let colon = text.firstIndex(of: ":") else { return nil }
+        let name = text[..<colon].trimmingCharacters(in: .whitespaces)
+        let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty else { return nil }
+        return (name, value)
+    }
+
+    /// Lines of a URL file: blank lines and `#` comments skipped.
+    static func urlLines(_ text: String) -> [String] {
+        text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+    }
+
+    /// Lower-case hex of 64 digits, or nil.
+    static func sha256Hex(_ text: String) -> String? {
+        let hex = text.lowercased()
+        guard hex.count == 64, hex.allSatisfy({ $0.isHexDigit }) else { return nil }
+        return hex
+    }
+}
+
+/// File names for `-O`: from Content-Disposition or the URL path, sanitised.
+enum RemoteName {
+    /// The name to store a body under; never empty, never a path.
+    static func make(contentDisposition: String?, url: URL) -> String {
+        if let header = contentDisposition, let raw = fromContentDisposition(header),
+            let name = sanitize(raw)
+        {
+            return name
+        }
+        let last = url.path.split(separator: "/").last.map(String.init) ?? ""
+        let decoded = last.removingPercentEncoding ?? last
+        return sanitize(decoded) ?? "index.html"
+    }
+
+    /// The filename (RFC 6266: `filename*` wins over `filename`), undecorated.
+    static func fromContentDisposition(_ header: String) -> String? {
+        var plain: String?
+        var extended: String?
+        for parameter in splitParameters(header).dropFirst() {
+            guard let equals = parameter.firstIndex(of: "=") else { continue }
+            let key = parameter[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+            var value = parameter[parameter.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if key == "filename*" {
+                // charset'language'percent-encoded
+                let pieces = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+                if pieces.count == 3 { extended = String(pieces[2]).removingPercentEncoding }
+            } else if key == "filename" {
+                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                    value = String(value.dropFirst().dropLast()).replacingOccurrences(of: "\\\"", with: "\"")
+                }
+                plain = value
+            }
+        }
+        return extended ?? plain
+    }
+
+    /// Splits on `;` outside double quotes.
+    private static func splitParameters(_ header: String) -> [String] {
+        var parts: [String] = []
+        var current = ""
+        var quoted = false
+        var escaped = false
+        for character in header {
+            if escaped {
+                escaped = false
+            } else if character == "\\" && quoted {
+                escaped = true
+            } else if character == "\"" {
+                quoted.toggle()
+            } else if character == ";" && !quoted {
+                parts.append(current)
+                current = ""
+                continue
+            }
+            current.append(character)
+        }
+        parts.append(current)
+        return parts
+    }
+
+    /// Keeps the last path component (of `/` or `\`), drops control
+    /// characters and leading dots (no `..`, no hidden files), caps at 255
+    /// bytes; nil when nothing usable is left.
+    static func sanitize(_ raw: String) -> String? {
+        let unified = raw.replacingOccurrences(of: "\\", with: "/")
+        guard let last = unified.split(separator: "/").last else { return nil }
+        var name = String(String.UnicodeScalarView(last.unicodeScalars.filter { scalar in
+            !(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value))
+        }))
+        name = name.trimmingCharacters(in: .whitespaces)
+        while name.hasPrefix(".") { name.removeFirst() }
+        while name.utf8.count > 255 { name.removeLast() }
+        return name.isEmpty ? nil : name
+    }
+}

@@ -1,0 +1,288 @@
+import Foundation
+import Transfer
+
+/// Where one transfer's body goes.
+enum OutputTarget: Sendable, Equatable {
+    case stdout
+    /// `-o PATH`.
+    case file(String)
+    /// `-O` or several URLs: a sanitised remote name inside the directory.
+    case remoteName(directory: String)
+    case discard
+}
+
+/// What `--print` / `-i` put on stdout.
+struct PrintSelection: Sendable {
+    var status = false
+    var headers = false
+    var body = true
+}
+
+/// The body of the request, built once for all URLs.
+enum RequestBody: Sendable {
+    case none
+    case data(Data)
+    case file(String)
+
+    var isEmpty: Bool {
+        if case .none = self { return true }
+        return false
+    }
+}
+
+/// One transfer to run.
+struct Job: Sendable {
+    var index: Int
+    var urlString: String
+    /// nil when the URL is invalid: the job fails with `invalidFailure`.
+    var request: Request?
+    var invalidFailure: Failure?
+    var output: OutputTarget
+}
+
+/// The validated run: every flag checked, turned into library values.
+struct RunPlan: Sendable {
+    var jobs: [Job]
+    var configuration: SessionConfiguration
+    var body: RequestBody
+    var acceptStatus: [ClosedRange<Int>]
+    var print: PrintSelection
+    var parallel: Int
+    var progress: ProgressStyle
+    var metricsPath: String?
+    var verbose: Bool
+    var silent: Bool
+    var features: PendingFeatures
+    /// Temporary files made for the request body (removed at exit).
+    var temporaryFiles: [String]
+
+    /// A plan failure: exit 2 for usage errors, 3 for unreadable inputs.
+    static func make(verb: any Verb) throws(Failure) -> RunPlan {
+        let options = verb.options
+        let method = options.method.map { HTTPMethod($0) } ?? type(of: verb).method
+        if let raw = options.method, raw.isEmpty || !raw.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+            throw Failure(.usage, "-X: not an HTTP method: \(raw.debugDescription)")
+        }
+
+        // URLs: arguments first, then the URL file, in order.
+        var urls = verb.urls
+        if let urlFile = options.urlFile {
+            let text: String
+            do {
+                text = try urlFile == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+                    : String(contentsOfFile: urlFile, encoding: .utf8)
+            } catch {
+                throw Failure(.invalidRequest, "cannot read --url-file \(urlFile): \(error.localizedDescription)")
+            }
+            urls += Parse.urlLines(text)
+        }
+        guard !urls.isEmpty else { throw Failure(.usage, "no URL given") }
+
+        // Output.
+        let outputFlags = [options.output != nil, options.remoteName, options.discard].filter { $0 }.count
+        guard outputFlags <= 1 else { throw Failure(.usage, "-o, -O and --discard exclude each other") }
+        if options.output != nil && urls.count > 1 {
+            throw Failure(.usage, "-o takes one URL; use -O or --output-dir for several")
+        }
+        let output: OutputTarget
+        if options.discard {
+            output = .discard
+        } else if let path = options.output {
+            guard !path.isEmpty else { throw Failure(.usage, "-o: empty path") }
+            if path == "-" {
+                output = .stdout
+            } else if let directory = options.outputDir, !path.hasPrefix("/") {
+                output = .file((directory as NSString).appendingPathComponent(path))
+            } else {
+                output = .file(path)
+            }
+        } else if options.remoteName || options.outputDir != nil || urls.count > 1 {
+            output = .remoteName(directory: options.outputDir ?? ".")
+        } else {
+            output = .stdout
+        }
+
+        // Headers.
+        var headers = HTTPHeaders()
+        for line in options.headers {
+            guard let (name, value) = Parse.header(line) else {
+                throw Failure(.usage, "-H: expected \"Name: value\", got \(line.debugDescription)")
+            }
+            do throws(TransferError) {
+                try HTTPHeaders.validate(name: name, value: value)
+            } catch {
+                throw Failure(.invalidRequest, "-H \(line.debugDescription): \(error.message)")
+            }
+            headers.add(name: name, value: value)
+        }
+        if let user = options.user {
+            guard user.contains(":") else { throw Failure(.usage, "--user: expected USER:PASSWORD") }
+            if !headers.contains("Authorization") {
+                headers.add(name: "Authorization", value: "Basic " + Data(user.utf8).base64EncodedString())
+            }
+        }
+
+        // Body.
+        var temporaryFiles: [String] = []
+        let bodySources = [options.data != nil, options.json != nil, !options.form.isEmpty, options.uploadFile != nil]
+        guard bodySources.filter({ $0 }).count <= 1 else {
+            throw Failure(.usage, "--data, --json, --form and --upload-file exclude each other")
+        }
+        var body = RequestBody.none
+        func setDefault(_ name: String, _ value: String) {
+            if !headers.contains(name) { headers.add(name: name, value: value) }
+        }
+        if let data = options.data {
+            body = try Self.bodyValue(data, flag: "--data")
+            setDefault("Content-Type", "application/x-www-form-urlencoded")
+        } else if let json = options.json {
+            body = try Self.bodyValue(json, flag: "--json")
+            setDefault("Content-Type", "application/json")
+            setDefault("Accept", "application/json")
+        } else if !options.form.isEmpty {
+            guard let parts = MultipartBody.parse(options.form) else {
+                throw Failure(.usage, "-F: expected name=value or name=@file[;type=mime]")
+            }
+            let multipart = MultipartBody(parts: parts)
+            let path = NSTemporaryDirectory() + "/transfer-form-\(getpid())-\(UUID().uuidString).body"
+            temporaryFiles.append(path)
+            do throws(Failure) {
+                try multipart.write(to: path)
+            } catch {
+                unlink(path)
+                throw error
+            }
+            body = .file(path)
+            setDefault("Content-Type", multipart.contentType)
+        } else if let file = options.uploadFile {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw Failure(.invalidRequest, "cannot read --upload-file \(file)")
+            }
+            body = .file(file)
+        }
+        // A body on get/head turns it into POST (PUT for -T), as curl does; -X wins.
+        var finalMethod = method
+        if options.method == nil, method == .get || method == .head, !body.isEmpty {
+            finalMethod = options.uploadFile != nil ? .put : .post
+        }
+
+        // Jobs.
+        var jobs: [Job] = []
+        for (index, string) in urls.enumerated() {
+            var job = Job(index: index, urlString: string, request: nil, invalidFailure: nil, output: output)
+            do throws(TransferError) {
+                var request = try Request(string, method: finalMethod)
+                request.headers = headers
+                job.request = request
+            } catch {
+                job.invalidFailure = Failure(.invalidRequest, error.message)
+            }
+            jobs.append(job)
+        }
+
+        // Limits.
+        var configuration = SessionConfiguration()
+        guard options.parallel >= 1 else { throw Failure(.usage, "--parallel: must be at least 1") }
+        configuration.maxConnectionsPerHost = max(configuration.maxConnectionsPerHost, options.parallel)
+        if let timeout = options.timeout {
+            guard timeout > 0, timeout.isFinite else { throw Failure(.usage, "--timeout: must be a positive number") }
+            configuration.timeoutIntervalForResource = timeout
+            configuration.timeoutIntervalForRequest = max(configuration.timeoutIntervalForRequest, timeout)
+        }
+        if let connect = options.connectTimeout {
+            guard connect > 0, connect.isFinite else {
+                throw Failure(.usage, "--connect-timeout: must be a positive number")
+            }
+            configuration.connectTimeout = connect
+        }
+        guard options.maxRedirects >= 0 else { throw Failure(.usage, "--max-redirects: must be 0 or more") }
+        configuration.maxRedirects = options.maxRedirects
+        configuration.followRedirects = !options.noFollow
+        if let total = options.limitRateTotal {
+            guard let rate = Parse.rate(total) else { throw Failure(.usage, "--limit-rate-total: not a rate: \(total)") }
+            configuration.maxTotalReceiveSpeed = rate
+            configuration.maxTotalSendSpeed = rate
+        }
+        var perTransferRate: Int64?
+        if let limit = options.limitRate {
+            guard let rate = Parse.rate(limit) else { throw Failure(.usage, "--limit-rate: not a rate: \(limit)") }
+            perTransferRate = rate
+        }
+        guard !(options.http11 && options.http2) else { throw Failure(.usage, "--http1.1 and --http2 exclude each other") }
+        if options.http11 { configuration.httpVersion = .http1_1 }
+        // Cleartext is always HTTP/1.1 (no h2c). Saying so up front keeps the
+        // engine from waiting for a first connection to learn whether it
+        // multiplexes (CURLOPT_PIPEWAIT), which serialised parallel http://
+        // transfers to one host.
+        if !options.http2, jobs.allSatisfy({ $0.request?.url.scheme?.lowercased() != "https" }) {
+            configuration.httpVersion = .http1_1
+        }
+        if options.http2 { configuration.httpVersion = .http2 }
+
+        // Trust.
+        if let cacert = options.cacert {
+            guard FileManager.default.isReadableFile(atPath: cacert) else {
+                throw Failure(.invalidRequest, "cannot read --cacert \(cacert)")
+            }
+            configuration.caFile = cacert
+        }
+        if options.cert != nil || options.key != nil {
+            guard let cert = options.cert else { throw Failure(.usage, "--key needs --cert") }
+            let key = options.key ?? cert
+            for file in [cert, key] where !FileManager.default.isReadableFile(atPath: file) {
+                throw Failure(.invalidRequest, "cannot read client certificate file \(file)")
+            }
+            configuration.clientCertificatePath = cert
+            configuration.clientKeyPath = key
+        }
+
+        // Response.
+        guard let accept = Parse.statusRanges(options.acceptStatus) else {
+            throw Failure(.usage, "--accept-status: expected ranges like 200-299,304, got \(options.acceptStatus)")
+        }
+        var selection = PrintSelection()
+        if method == .head && options.printMode == nil {
+            selection = PrintSelection(status: true, headers: true, body: false)
+        }
+        if let mode = options.printMode {
+            switch mode {
+            case "body": selection = PrintSelection(status: false, headers: false, body: true)
+            case "headers": selection = PrintSelection(status: true, headers: true, body: false)
+            case "status": selection = PrintSelection(status: true, headers: false, body: false)
+            case "none": selection = PrintSelection(status: false, headers: false, body: false)
+            default: throw Failure(.usage, "--print: expected body, headers, status or none, got \(mode)")
+            }
+        }
+        if options.include {
+            selection.status = true
+            selection.headers = true
+            selection.body = method != .head
+        }
+
+        // Display.
+        guard let style = ProgressStyle(flag: options.progress, silent: options.silent) else {
+            throw Failure(.usage, "--progress: expected auto, bar, percent, spinner or none, got \(options.progress)")
+        }
+
+        let features = try PendingFeatures(options: options, perTransferRate: perTransferRate, jobCount: jobs.count,
+                                           output: output)
+
+        return RunPlan(jobs: jobs, configuration: configuration, body: body, acceptStatus: accept, print: selection,
+                       parallel: options.parallel, progress: style, metricsPath: options.metrics,
+                       verbose: options.verbose && !options.silent, silent: options.silent, features: features,
+                       temporaryFiles: temporaryFiles)
+    }
+
+    /// `STRING` or `@FILE` (`@-` is stdin); a file body is streamed from disk.
+    private static func bodyValue(_ value: String, flag: String) throws(Failure) -> RequestBody {
+        guard value.hasPrefix("@") else { return .data(Data(value.utf8)) }
+        let path = String(value.dropFirst())
+        if path == "-" { return .data(FileHandle.standardInput.readDataToEndOfFile()) }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw Failure(.invalidRequest, "cannot read \(flag) file \(path)")
+        }
+        return .file(path)
+    }
+
+    func accepts(_ status: Int) -> Bool { acceptStatus.contains { $0.contains(status) } }
+}

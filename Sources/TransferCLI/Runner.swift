@@ -1,0 +1,377 @@
+import Foundation
+import Synchronization
+import Transfer
+
+/// Runs the jobs of a plan with bounded concurrency and turns their
+/// outcomes into output files, stdout, metrics, failure lines and an exit code.
+final class Runner: Sendable {
+    let plan: RunPlan
+    let display: ProgressDisplay
+    let interrupts = Interrupts()
+    let metrics: MetricsWriter?
+    /// The session shared by all jobs (nil with a per-transfer rate limit,
+    /// where each job gets its own; see PendingFeatures).
+    private let sharedSession: SessionManager?
+    private let sessionError: TransferError?
+
+    /// What one job ended with.
+    struct JobResult: Sendable {
+        var failure: Failure?
+    }
+
+    init(plan: RunPlan) throws(Failure) {
+        self.plan = plan
+        display = ProgressDisplay(style: plan.progress)
+        metrics = try plan.metricsPath.map { path throws(Failure) in try MetricsWriter(path: path) }
+        if plan.features.perTransferRate == nil {
+            do throws(TransferError) {
+                sharedSession = try SessionManager(configuration: plan.configuration)
+                sessionError = nil
+            } catch {
+                sharedSession = nil
+                sessionError = error
+            }
+        } else {
+            sharedSession = nil
+            sessionError = nil
+        }
+    }
+
+    /// Runs everything; returns the exit code.
+    func run() async -> Int32 {
+        interrupts.install { [display] in display.stop() }
+        if plan.features.segments > 1 && !plan.silent {
+            Terminal.note("transfer: note: --segments is not supported yet; using one connection per file")
+        }
+
+        var results = [JobResult?](repeating: nil, count: plan.jobs.count)
+        let width = min(plan.parallel, plan.jobs.count)
+        await withTaskGroup(of: (Int, JobResult).self) { group in
+            var next = 0
+            for _ in 0..<width {
+                let job = plan.jobs[next]
+                group.addTask { (job.index, await self.perform(job)) }
+                next += 1
+            }
+            for await (index, result) in group {
+                results[index] = result
+                if next < plan.jobs.count {
+                    let job = plan.jobs[next]
+                    group.addTask { (job.index, await self.perform(job)) }
+                    next += 1
+                }
+            }
+        }
+        display.stop()
+        sharedSession?.invalidateAndCancel()
+        for path in plan.temporaryFiles { unlink(path) }
+
+        // One line per failure, in input order; the first one decides the exit code.
+        var exitCode: Int32 = 0
+        for (job, result) in zip(plan.jobs, results) {
+            guard let failure = result?.failure else { continue }
+            Terminal.note(failure.line(url: job.urlString))
+            if exitCode == 0 { exitCode = failure.status.rawValue }
+        }
+        return exitCode
+    }
+
+    // MARK: - One job
+
+    private func perform(_ job: Job) async -> JobResult {
+        guard let request = job.request else {
+            let failure = job.invalidFailure ?? Failure(.invalidRequest, "invalid URL")
+            record(job, task: nil, failure: failure)
+            return JobResult(failure: failure)
+        }
+        if interrupts.isInterrupted {
+            return JobResult(failure: Failure(.interrupted, "not started: the run was interrupted"))
+        }
+        let session: SessionManager
+        if let sharedSession {
+            session = sharedSession
+        } else if let sessionError {
+            let failure = Failure(sessionError)
+            record(job, task: nil, failure: failure)
+            return JobResult(failure: failure)
+        } else {
+            var configuration = plan.configuration
+            configuration.maxTotalReceiveSpeed = plan.features.perTransferRate ?? 0
+            configuration.maxTotalSendSpeed = plan.features.perTransferRate ?? 0
+            do throws(TransferError) {
+                session = try SessionManager(configuration: configuration)
+            } catch {
+                let failure = Failure(error)
+                record(job, task: nil, failure: failure)
+                return JobResult(failure: failure)
+            }
+        }
+        defer { if sharedSession == nil { session.finishTasksAndInvalidate() } }
+
+        if plan.verbose { Terminal.note(Terminal.printable("* \(request.method) \(request.url.absoluteString)")) }
+        let usesMemoryBody = !plan.body.isEmpty || request.method == .head
+        let result = usesMemoryBody
+            ? await performInMemory(job, request: request, session: session)
+            : await performDownload(job, request: request, session: session)
+        return result
+    }
+
+    /// Bodiless requests: the body goes to a file from the engine (the
+    /// output path, a staging name for -O, or a temporary file for stdout
+    /// and --discard, which are streamed out then removed).
+    private func performDownload(_ job: Job, request: Request, session: SessionManager) async -> JobResult {
+        let target: String
+        switch job.output {
+        case .file(let path):
+            target = path
+        case .remoteName(let directory):
+            target = (directory as NSString).appendingPathComponent(".transfer-\(getpid())-\(job.index).download")
+        case .stdout, .discard:
+            target = NSTemporaryDirectory() + "/transfer-cli-\(getpid())-\(job.index).body"
+        }
+        let targetURL = URL(fileURLWithPath: target)
+
+        let (task, response, error) = await withCheckedContinuation {
+            (continuation: CheckedContinuation<(TransferTask?, HTTPResponse?, TransferError?), Never>) in
+            let box = TaskBox()
+            let task = session.downloadTask(with: request, to: targetURL, completionHandler: { response, _, error in
+                continuation.resume(returning: (box.task, response, error))
+            })
+            box.task = task
+            start(task, job: job, direction: .download)
+        }
+        interrupts.unregister(id: job.index)
+
+        let failure = finishDownload(job, response: response, error: error, file: target)
+        if failure != nil || job.output == .stdout || job.output == .discard {
+            unlink(target)
+        }
+        display.finish(id: job.index, succeeded: failure == nil)
+        record(job, task: task, failure: failure)
+        return JobResult(failure: failure)
+    }
+
+    private func finishDownload(_ job: Job, response: HTTPResponse?, error: TransferError?, file: String)
+        -> Failure?
+    {
+        if let error { return Failure(error) }
+        guard let response else { return Failure(.truncated, "no response") }
+        verboseResponse(response)
+        if let failure = checkStatus(response) {
+            printHead(response)
+            return failure
+        }
+        if plan.features.serializer != nil {
+            let body: Data
+            do {
+                body = try Data(contentsOf: URL(fileURLWithPath: file))
+            } catch {
+                return Failure(.localFile, "cannot read the downloaded body: \(error.localizedDescription)")
+            }
+            do throws(Failure) {
+                if let replaced = try plan.features.serialize(body, response: response) {
+                    return emit(job, response: response, memory: replaced, downloadedFile: nil)
+                }
+            } catch {
+                return error
+            }
+        }
+        return emit(job, response: response, memory: nil, downloadedFile: file)
+    }
+
+    /// Requests with a body, and HEAD: the response body is small by
+    /// nature and collected in memory by the library.
+    private func performInMemory(_ job: Job, request: Request, session: SessionManager) async -> JobResult {
+        let (task, response, data, error) = await withCheckedContinuation {
+            (continuation: CheckedContinuation<(TransferTask?, HTTPResponse?, Data?, TransferError?), Never>) in
+            let box = TaskBox()
+            let handler: DataTask.CompletionHandler = { response, data, error in
+                continuation.resume(returning: (box.task, response, data, error))
+            }
+            let task: DataTask
+            switch plan.body {
+            case .none: task = session.dataTask(with: request, completionHandler: handler)
+            case .data(let bytes): task = session.uploadTask(with: request, from: bytes, completionHandler: handler)
+            case .file(let path):
+                task = session.uploadTask(with: request, fromFile: URL(fileURLWithPath: path), completionHandler: handler)
+            }
+            box.task = task
+            start(task, job: job, direction: plan.body.isEmpty ? .download : .upload)
+        }
+        interrupts.unregister(id: job.index)
+
+        var failure: Failure?
+        if let error {
+            failure = Failure(error)
+        } else if let response {
+            verboseResponse(response)
+            if let statusFailure = checkStatus(response) {
+                printHead(response)
+                failure = statusFailure
+            } else {
+                var body = data ?? Data()
+                do throws(Failure) {
+                    if let replaced = try plan.features.serialize(body, response: response) { body = replaced }
+                    failure = emit(job, response: response, memory: body, downloadedFile: nil)
+                } catch {
+                    failure = error
+                }
+            }
+        } else {
+            failure = Failure(.truncated, "no response")
+        }
+        display.finish(id: job.index, succeeded: failure == nil)
+        record(job, task: task, failure: failure)
+        return JobResult(failure: failure)
+    }
+
+    /// Registers for Ctrl-C, shows progress, resumes; an interrupted run
+    /// cancels instead (the completion handler still runs).
+    private func start(_ task: TransferTask, job: Job, direction: ProgressDirection) {
+        guard interrupts.register(task, id: job.index) else {
+            task.cancel()
+            return
+        }
+        display.add(id: job.index, label: displayName(job), task: task, direction: direction)
+        task.resume()
+    }
+
+    private func displayName(_ job: Job) -> String {
+        if case .file(let path) = job.output { return (path as NSString).lastPathComponent }
+        guard let url = job.request?.url else { return job.urlString }
+        let last = url.lastPathComponent
+        return last.isEmpty || last == "/" ? (url.host ?? job.urlString) : last
+    }
+
+    // MARK: - Output
+
+    private func checkStatus(_ response: HTTPResponse) -> Failure? {
+        guard !plan.accepts(response.statusCode) else { return nil }
+        return Failure(.status, "HTTP \(response.statusCode) (accepted: \(rangesText))")
+    }
+
+    private var rangesText: String {
+        plan.acceptStatus.map { $0.lowerBound == $0.upperBound ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }
+            .joined(separator: ",")
+    }
+
+    /// Status line and headers to stdout, per --print / -i.
+    private func headText(_ response: HTTPResponse) -> String {
+        var text = ""
+        if plan.print.status { text += "HTTP/\(response.httpVersion) \(response.statusCode)\n" }
+        if plan.print.headers {
+            for field in response.headers { text += Terminal.printable("\(field.name): \(field.value)") + "\n" }
+            text += "\n"
+        }
+        return text
+    }
+
+    private func printHead(_ response: HTTPResponse) {
+        let text = headText(response)
+        if !text.isEmpty { Terminal.writeStdout(Array(text.utf8)) }
+    }
+
+    /// Places a successful body where the plan says. Exactly one of
+    /// `memory` (bytes to write) and `downloadedFile` (already on disk) is set.
+    private func emit(_ job: Job, response: HTTPResponse, memory: Data?, downloadedFile: String?) -> Failure? {
+        let head = headText(response)
+        switch job.output {
+        case .discard:
+            if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
+            return nil
+        case .stdout:
+            let rc: Int32 = Terminal.withStdout {
+                var rc = head.isEmpty ? 0 : Terminal.writeAll(STDOUT_FILENO, Array(head.utf8))
+                guard rc == 0, plan.print.body else { return rc }
+                if let memory {
+                    rc = memory.withUnsafeBytes { Terminal.writeAll(STDOUT_FILENO, $0) }
+                } else if let downloadedFile {
+                    rc = Terminal.copyFileToStdoutLocked(downloadedFile)
+                }
+                return rc
+            }
+            return rc == 0 ? nil : Failure(.localFile, "cannot write to stdout: \(String(cString: strerror(rc)))")
+        case .file(let path):
+            if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
+            if let memory { return place(memory, at: path) }
+            return nil
+        case .remoteName(let directory):
+            if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
+            let name = RemoteName.make(contentDisposition: response.headers["Content-Disposition"],
+                                       url: job.request?.url ?? response.url)
+            let path = (directory as NSString).appendingPathComponent(name)
+            if let memory { return place(memory, at: path) }
+            guard let downloadedFile else { return nil }
+            if rename(downloadedFile, path) != 0 {
+                let err = errno
+                unlink(downloadedFile)
+                return Failure(.localFile, "cannot move the download to \(path): \(String(cString: strerror(err)))")
+            }
+            if plan.verbose { Terminal.note(Terminal.printable("* saved \(path)")) }
+            return nil
+        }
+    }
+
+    /// Writes `data` to `path.part`, then renames it to `path`; on failure
+    /// nothing is left at either name.
+    private func place(_ data: Data, at path: String) -> Failure? {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                return Failure(.localFile, "cannot create directory \(directory): \(error.localizedDescription)")
+            }
+        }
+        let part = path + ".part"
+        let fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            return Failure(.localFile, "cannot create \(part): \(String(cString: strerror(errno)))")
+        }
+        var rc = data.withUnsafeBytes { Terminal.writeAll(fd, $0) }
+        if rc == 0, fsync(fd) != 0 { rc = errno }
+        close(fd)
+        if rc == 0, rename(part, path) != 0 { rc = errno }
+        if rc != 0 {
+            unlink(part)
+            return Failure(.localFile, "cannot write \(path): \(String(cString: strerror(rc)))")
+        }
+        return nil
+    }
+
+    private func verboseResponse(_ response: HTTPResponse) {
+        guard plan.verbose else { return }
+        var lines = ["< HTTP/\(response.httpVersion) \(response.statusCode) \(response.url.absoluteString)"]
+        for field in response.headers { lines.append("< \(field.name): \(field.value)") }
+        for line in lines { Terminal.note(Terminal.printable(line)) }
+    }
+
+    private func record(_ job: Job, task: TransferTask?, failure: Failure?) {
+        if plan.verbose, let metrics = task?.metrics {
+            let seconds = String(format: "%.3f", max(0, metrics.total))
+            let reused = metrics.reusedConnection ? ", reused connection" : ""
+            Terminal.note(Terminal.printable(
+                "* \(job.urlString): \(metrics.bodyBytesReceived) bytes in \(seconds) s, HTTP/\(metrics.httpVersion)\(reused)"))
+        }
+        guard let metrics else { return }
+        let taskMetrics = task?.metrics
+        metrics.write(MetricsWriter.Record(
+            url: job.urlString,
+            status: task?.response?.statusCode,
+            metrics: taskMetrics,
+            bytesReceived: taskMetrics?.bodyBytesReceived ?? task?.countOfBytesReceived ?? 0,
+            bytesSent: taskMetrics?.bodyBytesSent ?? task?.countOfBytesSent ?? 0,
+            failure: failure
+        ))
+    }
+}
+
+/// Lets a completion handler see the task it belongs to (set right after
+/// creation; a task of an invalidated session may complete before that).
+private final class TaskBox: Sendable {
+    private let value = Mutex<TransferTask?>(nil)
+    var task: TransferTask? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+
+// The `transfer` command (docs/CLI.md). ArgumentParser only parses: its exit
+// codes differ from the contract (64 for usage errors), so parse errors are
+// printed here and mapped to 2; everything after parsing is the Runner's.
+
+Interrupts.blockEarly()
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let command: any ParsableCommand
+do {
+    command = try TransferTool.parseAsRoot(arguments)
+} catch {
+    let code = TransferTool.exitCode(for: error)
+    let message = TransferTool.fullMessage(for: error)
+    if code == .success {
+        print(message)
+        exit(0)
+    }
+    Terminal.note(message)
+    exit(ExitStatus.usage.rawValue)
+}
+
+guard let verb = command as? any Verb else {
+    Terminal.note(TransferTool.helpMessage())
+    exit(ExitStatus.usage.rawValue)
+}
+
+let status: Int32
+do throws(Failure) {
+    let plan = try RunPlan.make(verb: verb)
+    let runner = try Runner(plan: plan)
+    status = await runner.run()
+} catch {
+    // Plan failures come before any transfer: one line naming the class.
+    Terminal.note(Terminal.printable("transfer: \(error.status.className): \(error.detail)"))
+    status = error.status.rawValue
+}
+exit(status)
