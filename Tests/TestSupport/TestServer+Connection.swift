@@ -107,9 +107,10 @@ final class Connection {
 
     /// Reads a request head; nil when the client closed between requests.
     func readHead() throws -> RequestHead? {
-        var scanned = inputStart
+        // Bytes after inputStart already searched; relative, because fill() may compact input.
+        var checked = 0
         while true {
-            if let end = findCRLFCRLF(from: scanned) {
+            if let end = findCRLFCRLF(from: inputStart + checked) {
                 let bytes = Array(input[inputStart..<end])
                 inputStart = end + 4
                 guard let head = parseHead(bytes) else {
@@ -117,7 +118,7 @@ final class Connection {
                 }
                 return head
             }
-            scanned = max(inputStart, input.count - 3)
+            checked = max(0, buffered - 3)
             if buffered > Connection.maxHead {
                 try respondAndClose(status: 431, body: "request head too large\n")
             }
@@ -208,9 +209,9 @@ final class Connection {
 
     /// One CRLF-terminated line, bounded by `maxLine`.
     private func readLine() throws -> String {
-        var scanned = inputStart
+        var checked = 0
         while true {
-            var i = scanned
+            var i = inputStart + checked
             while i + 1 < input.count {
                 if input[i] == 13 && input[i + 1] == 10 {
                     let line = String(decoding: input[inputStart..<i], as: UTF8.self)
@@ -219,7 +220,7 @@ final class Connection {
                 }
                 i += 1
             }
-            scanned = max(inputStart, input.count - 1)
+            checked = max(0, buffered - 1)
             if buffered > Connection.maxLine {
                 try respondAndClose(status: 400, body: "line too long\n")
             }
