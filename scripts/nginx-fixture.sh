@@ -11,7 +11,8 @@
 #   nginx-fixture.sh run DIR     run nginx in the foreground from DIR/nginx.conf
 #                                and stop it when stdin reaches end of file (the
 #                                parent died or closed the pipe): the Swift
-#                                fixture's watchdog
+#                                fixture's watchdog; FIXTURE_REMOVE_DIR=1 also
+#                                removes DIR once nginx has exited
 #
 # Layout of DIR:
 #   nginx.conf  nginx.pid  ports.env  logs/error.log  tmp/*  tls/*.pem
@@ -181,7 +182,7 @@ random_ports() {
 start() {
   [ -x "$NGINX" ] || die "nginx not found at $NGINX (apt-get install nginx)"
   dir=$(absdir "$1")
-  if [ -s "$dir/nginx.pid" ] && kill -0 "$(cat "$dir/nginx.pid")" 2>/dev/null; then
+  if [ -s "$dir/nginx.pid" ] && alive "$(cat "$dir/nginx.pid")"; then
     die "already running in $dir (pid $(cat "$dir/nginx.pid")); stop it first"
   fi
   "$here/gen-tls.sh" "$dir/tls" >/dev/null
@@ -218,17 +219,24 @@ start() {
   die "no free ports after $attempt attempts"
 }
 
+# True while $1 is a live process (a zombie counts as gone).
+alive() {
+  [ -r "/proc/$1/stat" ] || return 1
+  state=$(sed 's/.*) //' "/proc/$1/stat" | cut -c1)
+  [ "$state" != Z ] && [ "$state" != X ]
+}
+
 stop() {
   dir=$(absdir "$1")
   [ -s "$dir/nginx.pid" ] || die "no nginx.pid in $dir"
   pid=$(cat "$dir/nginx.pid")
   kill -TERM "$pid" 2>/dev/null || true
   i=0
-  while kill -0 "$pid" 2>/dev/null && [ $i -lt 200 ]; do
+  while alive "$pid" && [ $i -lt 200 ]; do
     sleep 0.05
     i=$((i + 1))
   done
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$pid"; then
     die "nginx (pid $pid) did not stop"
   fi
   rm -f "$dir/nginx.pid"
@@ -251,6 +259,11 @@ run() {
   status=0
   wait "$nginx_pid" || status=$?
   kill "$watcher" 2>/dev/null || true
+  # The Swift fixture asks for its private directory to go with nginx, so a
+  # test process killed with SIGKILL leaves nothing behind in $TMPDIR.
+  if [ "${FIXTURE_REMOVE_DIR:-0}" = 1 ]; then
+    rm -rf "$dir"
+  fi
   exit "$status"
 }
 

@@ -23,7 +23,8 @@ public struct NginxUnavailable: Error, CustomStringConvertible, Sendable {
 ///
 /// - `/files/...` static files (`ensureFile(size:seed:)`), with Range, ETag, Last-Modified;
 /// - `/slow/files/...?rate=BYTES_PER_SEC` the same files, rate-limited per connection
-///   (nginx `limit_rate`, default 1 MiB/s; suffixes `k` and `m` accepted);
+///   (nginx `limit_rate`, default 1 MiB/s; suffixes `k` and `m` accepted; nginx sends the
+///   first second's worth at once, then paces);
 /// - `/upload` any method and size: nginx reads the whole body, drops it and answers
 ///   200 `{"request_length":N,"content_length":"L"}`;
 /// - `/nginx_status` stub_status.
@@ -170,29 +171,27 @@ public final class NginxFixture: Sendable {
         guard pipe(&fds) == 0 else { throw TestSupportError.posix("pipe") }
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [script, "run", directory.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(["NGINX": nginxPath]) { $1 }
-        process.standardInput = FileHandle(fileDescriptor: fds[0], closeOnDealloc: false)
-        let output = FileHandle(forWritingAtPath: directory.path + "/logs/stdout.log") ?? FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
+        let wrapper: pid_t
         do {
-            try process.run()
+            wrapper = try spawnWrapper(
+                arguments: [script, "run", directory.path], stdin: fds[0],
+                log: directory.path + "/logs/stdout.log")
         } catch {
             close(fds[0])
             close(fds[1])
-            throw TestSupportError("cannot run nginx-fixture.sh run: \(error)")
+            throw error
         }
         close(fds[0])
-        let wrapper = process.processIdentifier
+        let exited = { () -> Bool in
+            var status: Int32 = 0
+            return waitpid(wrapper, &status, WNOHANG) == wrapper
+        }
 
         // Ready when all three ports accept connections; failed when the wrapper exits.
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: .seconds(20))
         while true {
-            if !process.isRunning {
+            if exited() {
                 close(fds[1])
                 let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
                 if log.contains("Address already in use") { throw PortTaken(log: log) }
@@ -201,7 +200,7 @@ public final class NginxFixture: Sendable {
             if ports.allSatisfy({ canConnect(port: $0) }) { break }
             if clock.now >= deadline {
                 close(fds[1])
-                _ = Wait.poll(timeout: .seconds(5)) { !process.isRunning }
+                _ = Wait.poll(timeout: .seconds(5)) { exited() }
                 throw TestSupportError("nginx did not listen within 20 s")
             }
             Thread.sleep(forTimeInterval: 0.005)
@@ -231,7 +230,8 @@ public final class NginxFixture: Sendable {
         if masterPID > 0 {
             kill(masterPID, SIGTERM)
         }
-        _ = Wait.poll(timeout: .seconds(10)) { !isRunning && !NginxFixture.processExists(wrapperPID) }
+        var status: Int32 = 0
+        _ = Wait.poll(timeout: .seconds(10)) { !isRunning && waitpid(wrapperPID, &status, WNOHANG) != 0 }
         ownedDirectory.remove()
     }
 
@@ -252,7 +252,7 @@ public final class NginxFixture: Sendable {
         masterPID > 0 && NginxFixture.processExists(masterPID)
     }
 
-    /// The PIDs of every nginx process (master and workers) whose parent is our master.
+    /// The PIDs of the processes whose parent is our master (its workers).
     public var workerPIDs: [pid_t] {
         guard masterPID > 0, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else {
             return []
@@ -263,7 +263,7 @@ public final class NginxFixture: Sendable {
                 let close = stat.lastIndex(of: ")")
             else { return nil }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            return fields.count > 2 && pid_t(fields[2]) == masterPID ? pid : nil
+            return fields.count > 1 && pid_t(fields[1]) == masterPID ? pid : nil
         }
     }
 
@@ -351,6 +351,49 @@ public final class NginxFixture: Sendable {
                 NginxFixture.stopAll()
             }
         }
+    }
+
+    /// Starts `/bin/sh arguments...` with `stdin` as its standard input and `log` as its
+    /// output, with an empty signal mask and default dispositions.
+    ///
+    /// Foundation's `Process` would pass on this thread's signal mask, and the threads of a
+    /// test process block SIGCHLD: the wrapper's `wait` then never returns and nginx's
+    /// workers inherit a mask they do not expect. posix_spawn lets us reset both.
+    private static func spawnWrapper(arguments: [String], stdin: Int32, log: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGCHLD, SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM] {
+            sigaddset(&defaults, signal)
+        }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["NGINX"] = nginxPath
+        environment["FIXTURE_REMOVE_DIR"] = "1"
+        let argv = (["/bin/sh"] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp)
+        guard result == 0 else { throw TestSupportError.posix("posix_spawn /bin/sh", result) }
+        return pid
     }
 
     /// Stops every fixture still running (the exit handler).
