@@ -33,8 +33,9 @@ do throws(Failure) {
     let runner = try Runner(plan: plan)
     status = await runner.run()
 } catch {
-    // Plan failures come before any transfer: one line naming the class.
-    Terminal.note(Terminal.printable("transfer: \(error.status.className): \(error.detail)"))
+    // Plan failures come before any transfer: one line naming the URL(s) and the class.
+    let urls = verb.urls.isEmpty ? "" : verb.urls[0] + (verb.urls.count > 1 ? " (and \(verb.urls.count - 1) more)" : "")
+    Terminal.note(Failure(error.status, error.detail).line(url: urls.isEmpty ? "-" : urls))
     status = error.status.rawValue
 }
 exit(status)

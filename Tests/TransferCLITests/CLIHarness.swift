@@ -1,0 +1,65 @@
+import Foundation
+import TestSupport
+
+/// Finds and runs the built `transfer` binary.
+///
+/// The binary is a separate product: build it before the tests with
+/// `swift build --product transfer` (plain `swift build` also does); it is
+/// looked up next to the test bundle (`.build/<config>/transfer`), or at
+/// `$TRANSFER_CLI` when set.
+enum CLI {
+    struct Missing: Error, CustomStringConvertible {
+        var path: String
+        var description: String {
+            "the transfer binary is not at \(path): run `swift build --product transfer` before `swift test`"
+        }
+    }
+
+    static func binary() throws -> String {
+        if let explicit = ProcessInfo.processInfo.environment["TRANSFER_CLI"] { return explicit }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        // The test binary may sit inside `<name>.xctest/` or next to it.
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("transfer").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        throw Missing(path: URL(fileURLWithPath: executable).deletingLastPathComponent().path + "/transfer")
+    }
+
+    /// Runs `transfer arguments...` to completion, stdin from /dev/null.
+    static func run(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> Command.Output {
+        try Command.run(try binary(), arguments, timeout: timeout)
+    }
+
+    /// Bytes of `data` that are control characters other than newline.
+    static func controlBytes(_ data: Data) -> [UInt8] {
+        data.filter { ($0 < 0x20 && $0 != 0x0A) || $0 == 0x7F }
+    }
+
+    /// A loopback port with nothing listening (bound, then closed).
+    static func refusedPort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Missing(path: "socket()") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
+            }
+        }
+        guard bound else { throw Missing(path: "bind()") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Names in `directory`, hidden ones included, sorted.
+    static func listing(_ directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+    }
+}

@@ -1,0 +1,304 @@
+import Foundation
+import Testing
+import TestSupport
+
+@Suite("transfer command: outputs")
+struct CLIOutputTests {
+    @Test("a body on stdout is byte-exact, and a forced bar on a pipe writes no control characters")
+    func stdoutIsByteExactWithProgress() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let count = 3 * 1024 * 1024 + 17
+
+        let output = try CLI.run(["get", "--progress", "bar", server.url("/bytes/\(count)?seed=5").absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        #expect(FileDigest.sha256(output.stdout) == TestServer.sha256(seed: 5, count: count))
+        #expect(CLI.controlBytes(output.stderr).isEmpty)
+        #expect(output.stderrText.contains("100%"))
+    }
+
+    @Test("-o writes the file exactly and leaves no part file")
+    func outputFileIsExact() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("sub/body.bin").path
+        let count = 2 * 1024 * 1024 + 3
+
+        let output = try CLI.run(["get", "-s", "-o", path, server.url("/bytes/\(count)?seed=9").absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        #expect(output.stdout.isEmpty)
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: path)) == TestServer.sha256(seed: 9, count: count))
+        #expect(CLI.listing(directory.file("sub").path) == ["body.bin"])
+    }
+
+    @Test("a failed download leaves nothing at the output path, nor a part file")
+    func failureLeavesNothing() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+
+        let truncated = try CLI.run(["get", "-o", directory.file("a.bin").path,
+                                     server.url("/truncate/100000").absoluteString])
+        let notFound = try CLI.run(["get", "-o", directory.file("b.bin").path, server.url("/status/404").absoluteString])
+
+        #expect(truncated.status == 11)
+        #expect(notFound.status == 9)
+        #expect(CLI.listing(directory.path).isEmpty)
+    }
+
+    @Test("-O takes the Content-Disposition name without its directories, dots or control characters")
+    func remoteNameIsSanitised() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let hostile = "attachment; filename=\"../../etc/..pass%01wd\""
+
+        let output = try CLI.run(["get", "-O", "--output-dir", directory.path,
+                                  server.url("/content-disposition?name=" + hostile).absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        let names = CLI.listing(directory.path)
+        #expect(names.count == 1)
+        let name = try #require(names.first)
+        #expect(!name.hasPrefix("."))
+        #expect(!name.contains("/"))
+        #expect(name.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F })
+        #expect(name.hasSuffix("wd"))
+    }
+
+    @Test("-O without Content-Disposition names the file from the URL path")
+    func remoteNameFromPath() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+
+        let output = try CLI.run(["get", "-O", "--output-dir", directory.path, server.url("/bytes/1234?seed=2").absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        #expect(CLI.listing(directory.path) == ["1234"])
+        #expect(try FileDigest.sha256(of: directory.file("1234")) == TestServer.sha256(seed: 2, count: 1234))
+    }
+
+    @Test("head prints the status line and the headers")
+    func headPrintsHeaders() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+
+        let output = try CLI.run(["head", server.url("/bytes/4096").absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        #expect(output.stdoutText.hasPrefix("HTTP/1.1 200\n"))
+        #expect(output.stdoutText.lowercased().contains("content-length: 4096"))
+    }
+
+    @Test("--discard stores nothing and --metrics - prints one JSON object with the contract's fields")
+    func metricsFields() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+
+        let output = try CLI.run(["get", "--discard", "--metrics", "-", server.url("/bytes/65536").absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        let lines = output.stdoutText.split(separator: "\n")
+        #expect(lines.count == 1)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        let expected: Set<String> = [
+            "url", "status", "http_version", "bytes_received", "bytes_sent", "name_lookup", "connect", "tls",
+            "request_sent", "first_byte", "total", "redirect", "redirects", "reused_connection", "remote_address",
+            "error_code", "error_message",
+        ]
+        #expect(Set(object.keys) == expected)
+        #expect(object["status"] as? Int == 200)
+        #expect(object["bytes_received"] as? Int == 65536)
+        #expect(object["remote_address"] as? String == "127.0.0.1")
+        #expect(object["error_code"] as? Int == 0)
+    }
+}
+
+@Suite("transfer command: exit codes")
+struct CLIExitCodeTests {
+    @Test("each failure class exits with its code and names URL and class on stderr")
+    func exitCodes() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let blocker = directory.file("plain-file").path
+        FileManager.default.createFile(atPath: blocker, contents: Data("x".utf8))
+        let refused = "http://127.0.0.1:\(try CLI.refusedPort())/"
+
+        let cases: [(arguments: [String], status: Int32, phrase: String)] = [
+            (["get", server.url("/bytes/10").absoluteString], 0, ""),
+            (["get", "--no-such-flag", server.url("/bytes/10").absoluteString], 2, ""),
+            (["get", "--parallel", "0", server.url("/bytes/10").absoluteString], 2, "usage error"),
+            (["get", "ftp://127.0.0.1/file"], 3, "invalid request"),
+            (["post", "-T", directory.file("missing").path, server.url("/upload").absoluteString], 3, "invalid request"),
+            (["get", refused], 4, "cannot connect"),
+            (["get", "--timeout", "1", server.url("/stall").absoluteString], 5, "timed out"),
+            (["get", server.url("/redirect-loop").absoluteString], 8, "redirect"),
+            (["get", server.url("/status/404").absoluteString], 9, "HTTP status not acceptable"),
+            (["get", "--serializer", "json", server.url("/bytes/10").absoluteString], 10, "content"),
+            (["get", server.url("/truncate/100000").absoluteString], 11, "truncated"),
+            (["get", "-o", blocker + "/sub/out.bin", server.url("/bytes/10").absoluteString], 12, "local file"),
+            (["get", "--accept-status", "404", server.url("/status/404").absoluteString], 0, ""),
+        ]
+        for (arguments, status, phrase) in cases {
+            let output = try CLI.run(arguments, timeout: .seconds(30))
+            #expect(output.status == status, "\(arguments): \(output.stderrText)")
+            if status != 0 && status != 2 {
+                let lines = output.stderrText.split(separator: "\n")
+                #expect(lines.count == 1, "\(arguments): \(output.stderrText)")
+                #expect(output.stderrText.contains(phrase), "\(arguments): \(output.stderrText)")
+                #expect(output.stderrText.contains(arguments.last ?? ""), "\(arguments): \(output.stderrText)")
+            }
+            #expect(CLI.controlBytes(output.stderr).isEmpty)
+        }
+    }
+
+    @Test("with many URLs the first failure in input order decides, one line per failure")
+    func manyURLsFirstFailureWins() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        var urls = (0..<20).map { server.url("/bytes/\(10_000 + $0)?seed=\($0)").absoluteString }
+        urls[7] = server.url("/status/500").absoluteString
+        urls[13] = server.url("/truncate/50000").absoluteString
+        let list = directory.file("urls.txt").path
+        try ("# the list\n\n" + urls[10...].joined(separator: "\n") + "\n").write(toFile: list, atomically: true,
+                                                                               encoding: .utf8)
+        let out = directory.file("out").path
+
+        let output = try CLI.run(["get", "--parallel", "4", "--output-dir", out, "--url-file", list] + urls[..<10])
+
+        #expect(output.status == 9, "\(output.stderrText)")
+        let lines = output.stderrText.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines.first?.contains("/status/500") == true)
+        #expect(lines.last?.contains("/truncate/50000") == true)
+        let names = CLI.listing(out)
+        #expect(names.count == 18, "\(names)")
+        for index in 0..<20 where index != 7 && index != 13 {
+            let name = "\(10_000 + index)"
+            #expect(try FileDigest.sha256(of: URL(fileURLWithPath: out + "/" + name))
+                == TestServer.sha256(seed: UInt64(index), count: 10_000 + index))
+        }
+    }
+
+    @Test("SIGINT cancels: exit 14 and nothing partial at the output path")
+    func interruptCleansUp() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("slow.bin").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try CLI.binary())
+        process.arguments = ["get", "-s", "-o", path, server.url("/slow?rate=65536&size=4194304").absoluteString]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+
+        try Wait.until("the part file appears", timeout: .seconds(10)) {
+            FileManager.default.fileExists(atPath: path + ".part")
+        }
+        kill(process.processIdentifier, SIGINT)
+
+        #expect(exited.wait(timeout: .now() + 10) == .success)
+        #expect(process.terminationStatus == 14)
+        #expect(CLI.listing(directory.path).isEmpty)
+    }
+}
+
+@Suite("transfer command: request bodies")
+struct CLIRequestBodyTests {
+    private func json(_ output: Command.Output) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: output.stdout) as? [String: Any])
+    }
+
+    @Test("-T streams the file as the body, byte for byte")
+    func uploadFile() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let file = directory.file("up.bin").path
+        try DeterministicBytes.write(seed: 4, count: 1_000_003, to: file)
+
+        let output = try CLI.run(["put", "-T", file, server.url("/upload").absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        let object = try json(output)
+        #expect(object["length"] as? Int == 1_000_003)
+        #expect(object["sha256"] as? String == TestServer.sha256(seed: 4, count: 1_000_003))
+    }
+
+    @Test("--json, -H and --user reach the server as headers, -X overrides the method")
+    func jsonHeadersUser() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+
+        let output = try CLI.run(["post", "-X", "PATCH", "--json", "{\"a\":1}", "-H", "X-Test: yes", "--user", "ann:pw",
+                                  server.url("/echo").absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        let object = try json(output)
+        let headers = try #require(object["headers"] as? [String: String])
+        #expect(object["method"] as? String == "PATCH")
+        #expect(headers["content-type"] == "application/json")
+        #expect(headers["x-test"] == "yes")
+        #expect(headers["authorization"] == "Basic " + Data("ann:pw".utf8).base64EncodedString())
+        #expect(object["body_length"] as? Int == 7)
+    }
+
+    @Test("-F sends a multipart body with the file's bytes inside")
+    func multipartForm() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let file = directory.file("part.txt").path
+        try "file content\n".write(toFile: file, atomically: true, encoding: .utf8)
+
+        let output = try CLI.run(["post", "-F", "name=value", "-F", "upload=@\(file);type=text/plain",
+                                  server.url("/echo").absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        let object = try json(output)
+        let headers = try #require(object["headers"] as? [String: String])
+        let contentType = try #require(headers["content-type"])
+        #expect(contentType.hasPrefix("multipart/form-data; boundary="))
+        let boundary = String(contentType.dropFirst("multipart/form-data; boundary=".count))
+        let expected = "--\(boundary)\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nvalue\r\n"
+            + "--\(boundary)\r\nContent-Disposition: form-data; name=\"upload\"; filename=\"part.txt\"\r\n"
+            + "Content-Type: text/plain\r\n\r\nfile content\n\r\n--\(boundary)--\r\n"
+        #expect(object["body_sha256"] as? String == FileDigest.sha256(Data(expected.utf8)))
+    }
+}
+
+@Suite("transfer command: terminal")
+struct CLITerminalTests {
+    @Test("in a pseudo-terminal a progress bar is drawn and redrawn in place")
+    func barInTerminal() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
+            Issue.record("util-linux `script` is needed for the pseudo-terminal test")
+            return
+        }
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("tty.bin").path
+        let url = server.url("/slow?rate=262144&size=524288&seed=3").absoluteString
+        // `script` gives the command a pty for stdin/stdout/stderr; the body goes to a file.
+        let command = "'\(try CLI.binary())' get -o '\(path)' '\(url)'"
+
+        let output = try Command.run("/usr/bin/script", ["-qfec", command, "/dev/null"], timeout: .seconds(30))
+
+        #expect(output.status == 0, "\(output.stdoutText)")
+        let drawn = output.stdoutText
+        #expect(drawn.contains("\u{1B}["), "no cursor control: \(drawn.debugDescription)")
+        #expect(drawn.contains("[#"), "no bar: \(drawn.debugDescription)")
+        #expect(drawn.contains("100%"))
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: path)) == TestServer.sha256(seed: 3, count: 524_288))
+    }
+}
