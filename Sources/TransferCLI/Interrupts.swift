@@ -9,7 +9,7 @@ import Transfer
 final class Interrupts: Sendable {
     private struct State {
         var interrupted = false
-        var tasks: [Int: TransferTask] = [:]
+        var cancels: [Int: @Sendable () -> Void] = [:]
         var signals = 0
     }
 
@@ -39,18 +39,18 @@ final class Interrupts: Sendable {
         for number in [SIGINT, SIGTERM] {
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler { [self] in
-                let (first, tasks) = state.withLock { state -> (Bool, [TransferTask]) in
+                let (first, cancels) = state.withLock { state -> (Bool, [@Sendable () -> Void]) in
                     state.signals += 1
                     state.interrupted = true
-                    return (state.signals == 1, Array(state.tasks.values))
+                    return (state.signals == 1, Array(state.cancels.values))
                 }
                 guard first else {
                     // Second signal: the user insists. Cancel once more and leave.
-                    for task in tasks { task.cancel() }
+                    for cancel in cancels { cancel() }
                     exit(ExitStatus.interrupted.rawValue)
                 }
                 onInterrupt()
-                for task in tasks { task.cancel() }
+                for cancel in cancels { cancel() }
             }
             source.resume()
             made.append(source)
@@ -60,18 +60,18 @@ final class Interrupts: Sendable {
 
     var isInterrupted: Bool { state.withLock { $0.interrupted } }
 
-    /// Registers a task before it starts; false (and the task is not
-    /// registered) when the run was already interrupted.
-    func register(_ task: TransferTask, id: Int) -> Bool {
+    /// Registers how to cancel a transfer before it starts; false (and
+    /// nothing is registered) when the run was already interrupted.
+    func register(id: Int, cancel: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
             guard !state.interrupted else { return false }
-            state.tasks[id] = task
+            state.cancels[id] = cancel
             return true
         }
     }
 
     func unregister(id: Int) {
-        _ = state.withLock { $0.tasks.removeValue(forKey: id) }
+        _ = state.withLock { $0.cancels.removeValue(forKey: id) }
     }
 }
 

@@ -33,7 +33,7 @@ final class ProgressDisplay: @unchecked Sendable {
     // @unchecked Sendable: every mutable field is touched only on `queue`.
     private struct Entry {
         var label: String
-        var task: TransferTask
+        var task: any ObservableTransfer
         var direction: ProgressDirection
         var lastTenth = -1
     }
@@ -55,7 +55,7 @@ final class ProgressDisplay: @unchecked Sendable {
     var isActive: Bool { style != .none }
 
     /// Starts showing `task` under `label`.
-    func add(id: Int, label: String, task: TransferTask, direction: ProgressDirection) {
+    func add(id: Int, label: String, task: any ObservableTransfer, direction: ProgressDirection) {
         guard isActive else { return }
         queue.async { [self] in
             entries[id] = Entry(label: Terminal.printable(label), task: task, direction: direction)

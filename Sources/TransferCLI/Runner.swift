@@ -228,7 +228,7 @@ final class Runner: Sendable {
     /// Registers for Ctrl-C, shows progress, resumes; an interrupted run
     /// cancels instead (the completion handler still runs).
     private func start(_ task: TransferTask, job: Job, direction: ProgressDirection) {
-        guard interrupts.register(task, id: job.index) else {
+        guard interrupts.register(id: job.index, cancel: { task.cancel() }) else {
             task.cancel()
             return
         }

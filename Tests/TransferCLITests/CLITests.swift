@@ -302,3 +302,27 @@ struct CLITerminalTests {
         #expect(try FileDigest.sha256(of: URL(fileURLWithPath: path)) == TestServer.sha256(seed: 3, count: 524_288))
     }
 }
+
+@Suite("transfer command: TLS", .enabled(if: NginxFixture.isInstalled, "nginx is not installed (apt-get install nginx)"))
+struct CLITLSTests {
+    @Test("--cacert trusts the fixture's CA over HTTPS and HTTP/2; without it the chain is refused (exit 6)")
+    func cacert() throws {
+        let nginx = try NginxFixture.shared()
+        let file = try nginx.ensureFile(size: 1 << 20, seed: 21)
+        let directory = try TemporaryDirectory()
+
+        let https = try CLI.run(["get", "--cacert", nginx.caFile, "-o", directory.file("a").path, "--metrics",
+                                 directory.file("m.json").path, nginx.url(.https, file.path).absoluteString])
+        let http2 = try CLI.run(["get", "--http2", "--cacert", nginx.caFile, "--metrics", "-", "--discard",
+                                 nginx.url(.http2, file.path).absoluteString])
+        let untrusted = try CLI.run(["get", "-o", directory.file("b").path, nginx.url(.https, file.path).absoluteString])
+
+        #expect(https.status == 0, "\(https.stderrText)")
+        #expect(try FileDigest.sha256(of: directory.file("a")) == file.sha256)
+        #expect(http2.status == 0, "\(http2.stderrText)")
+        #expect(http2.stdoutText.contains("\"http_version\":\"2\""), "\(http2.stdoutText)")
+        #expect(untrusted.status == 6, "\(untrusted.stderrText)")
+        #expect(untrusted.stderrText.contains("TLS failure"))
+        #expect(!FileManager.default.fileExists(atPath: directory.file("b").path))
+    }
+}
