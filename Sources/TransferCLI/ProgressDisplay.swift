@@ -146,7 +146,7 @@ final class ProgressDisplay: @unchecked Sendable {
         let columns = interactive ? Terminal.stderrColumns : 80
         let fraction = finished && succeeded ? 1.0 : progress.fractionCompleted
         let percent = fraction.map { String(format: "%3d%%", Int($0 * 100)) } ?? "   ?"
-        let label = Self.fit(entry.label, width: max(10, columns / 3))
+        let label = Self.fit(entry.label, width: max(10, min(30, columns / 4)))
         let mark = finished ? (succeeded ? "done" : "FAILED") : ""
 
         switch style {
@@ -166,6 +166,8 @@ final class ProgressDisplay: @unchecked Sendable {
                 tail += " ETA " + Self.duration(eta)
             }
             if finished { tail += " " + mark }
+            // Fixed columns so the bars of parallel transfers line up.
+            tail = tail.padding(toLength: max(tail.count, 46), withPad: " ", startingAt: 0)
             let width = max(10, columns - label.count - tail.count - 4)
             let filled: Int
             if let fraction {
