@@ -8,6 +8,10 @@ import Foundation
 Interrupts.blockEarly()
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.isEmpty {
+    Terminal.note(TransferTool.helpMessage())
+    exit(ExitStatus.usage.rawValue)
+}
 let command: any ParsableCommand
 do {
     command = try TransferTool.parseAsRoot(arguments)
@@ -23,6 +27,17 @@ do {
 }
 
 guard let verb = command as? any Verb else {
+    // `--help`, `help VERB` or no verb at all: ArgumentParser's own commands
+    // print help by throwing CleanExit; the root alone is a usage error.
+    var other = command
+    do {
+        try other.run()
+    } catch {
+        if TransferTool.exitCode(for: error) == .success {
+            print(TransferTool.fullMessage(for: error))
+            exit(0)
+        }
+    }
     Terminal.note(TransferTool.helpMessage())
     exit(ExitStatus.usage.rawValue)
 }
