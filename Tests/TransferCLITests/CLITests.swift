@@ -126,7 +126,7 @@ struct CLIExitCodeTests {
         defer { server.stop() }
         let directory = try TemporaryDirectory()
         let blocker = directory.file("plain-file").path
-        FileManager.default.createFile(atPath: blocker, contents: Data("x".utf8))
+        #expect(FileManager.default.createFile(atPath: blocker, contents: Data("x".utf8)))
         let refused = "http://127.0.0.1:\(try CLI.refusedPort())/"
 
         let cases: [(arguments: [String], status: Int32, phrase: String)] = [
