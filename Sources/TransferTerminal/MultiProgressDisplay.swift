@@ -76,6 +76,47 @@ public final class MultiProgressDisplay: Sendable {
         setNeedsDisplay()
     }
 
+    /// Creates a bar bound to `task`, on this display's clock, and adds it.
+    ///
+    /// - Returns: The bar (already bound; it detaches when the task completes).
+    @discardableResult
+    public func addProgressBar(for task: any ObservableTransfer, direction: ProgressDirection, label: String = "",
+                               animated: Bool = false) -> ProgressBar {
+        let bar = ProgressBar(label: label, clock: clock)
+        bar.bind(to: task, direction: direction, animated: animated)
+        add(bar)
+        return bar
+    }
+
+    /// Prints `message` as a line of its own above the display (a failure, a
+    /// notice) without breaking it: on a terminal the frame is erased, the
+    /// line written and the frame redrawn below it, in one write; otherwise
+    /// the plain line is written.
+    public func printAbove(_ message: String) {
+        let text = Self.sanitize(message)
+        guard output.isTerminal else {
+            output.write(text + "\n")
+            return
+        }
+        let width = self.width
+        let now = clock.now()
+        state.withLock { state in
+            guard !state.finished else {
+                // The final frame stays; the line goes below it.
+                output.write(text + "\n")
+                return
+            }
+            var frame = state.linesOnScreen > 0 ? "\u{1B}[\(state.linesOnScreen)A" : ""
+            frame += "\r\u{1B}[J" + text + "\n"
+            let lines = state.elements.map { Self.sanitize($0.render(width: max(1, width - 1))) }
+            frame += Self.frame(lines: lines, previousLines: 0, hideCursor: !state.cursorHidden)
+            state.cursorHidden = true
+            state.linesOnScreen = lines.count
+            state.lastFrame = now
+            output.write(frame)
+        }
+    }
+
     /// Removes an element (its line disappears on the next frame).
     public func remove(_ element: any TerminalElement) {
         let removed = state.withLock { state -> Bool in

@@ -180,3 +180,34 @@ struct MultiProgressDisplayTests {
         #expect(frame.contains("b "))
     }
 }
+
+@Suite("Multi-progress display messages")
+struct MultiProgressDisplayMessageTests {
+    @Test("a message printed above the bars erases the frame, writes the line and redraws, in one write")
+    func printAboveOnTerminal() {
+        let (display, buffer, clock) = makeDisplay(terminal: true, width: 80)
+        let task = FakeTask()
+        let bar = display.addProgressBar(for: task, direction: .download, label: "a")
+        task.send(1, of: 2)
+        clock.advance(by: 1)
+        let before = buffer.allWrites.count
+
+        display.printAbove("error: b failed")
+
+        #expect(buffer.allWrites.count == before + 1)
+        let write = buffer.allWrites.last ?? ""
+        #expect(write.hasPrefix("\(esc)[1A\r\(esc)[J" + "error: b failed\n\r\(esc)[2Ka ["))
+        #expect(bar.isBound)
+        #expect(task.observerCount == 2)
+    }
+
+    @Test("a message on a non-terminal is a plain line")
+    func printAbovePlain() {
+        let (display, buffer, _) = makeDisplay(terminal: false)
+        display.add(PercentLabel())
+
+        display.printAbove("note: \(esc)[2Jhi")
+
+        #expect(buffer.allWrites == ["note: ?[2Jhi\n"])
+    }
+}
