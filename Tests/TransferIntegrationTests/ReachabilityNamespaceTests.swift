@@ -40,6 +40,28 @@ struct ReachabilityNamespaceTests {
         #expect(try probe.waitForStatus("notReachable"))
     }
 
+    @Test("an IPv6-only default route counts as reachable")
+    func ipv6DefaultRoute() throws {
+        try NetworkNamespace.requireSupport()
+        let ns = try NetworkNamespace()
+        defer { ns.remove() }
+        let probe = try ProbeProcess(namespace: ns, arguments: ["default"])
+        defer { probe.stop() }
+
+        #expect(try probe.nextStatus() == "notReachable")
+
+        try ns.ip("link", "add", "veth0", "type", "veth", "peer", "name", "veth1")
+        try ns.ip("link", "set", "veth1", "up")
+        try ns.ip("link", "set", "veth0", "up")
+        // nodad: usable at once, no duplicate address detection to wait for.
+        try ns.ip("-6", "addr", "add", "fd00:7::2/64", "dev", "veth0", "nodad")
+        try ns.ip("-6", "route", "add", "default", "via", "fd00:7::1", "dev", "veth0")
+        #expect(try probe.waitForStatus("reachable(ethernet)"))
+
+        try ns.ip("link", "set", "veth0", "down")
+        #expect(try probe.waitForStatus("notReachable"))
+    }
+
     @Test("an address on a connected subnet is reachable without any default route")
     func addressUsesItsOwnRoute() throws {
         try NetworkNamespace.requireSupport()

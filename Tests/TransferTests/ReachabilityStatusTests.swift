@@ -1,4 +1,5 @@
 import CTransfer
+import Foundation
 import Testing
 @testable import Transfer
 
@@ -28,6 +29,29 @@ struct ReachabilityStatusTests {
         #expect(NetworkReachability.interfaceKind(ether) == .ethernet)
         #expect(NetworkReachability.interfaceKind(loopback) == .other)
         #expect(NetworkReachability.interfaceKind(tunnel) == .other)
+    }
+
+    @Test("Wi-Fi is recognised by a wireless directory or DEVTYPE=wlan, even on an Ethernet link type")
+    func wifiBySysfs() throws {
+        let sysfs = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tt-sysfs-\(UInt32.random(in: 0 ... .max))").path
+        defer { try? FileManager.default.removeItem(atPath: sysfs) }
+        try FileManager.default.createDirectory(atPath: sysfs + "/wlan0/wireless", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: sysfs + "/wlp2s0", withIntermediateDirectories: true)
+        try "INTERFACE=wlp2s0\nIFINDEX=3\nDEVTYPE=wlan\n".write(toFile: sysfs + "/wlp2s0/uevent", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: sysfs + "/eth0", withIntermediateDirectories: true)
+        try "INTERFACE=eth0\nIFINDEX=2\n".write(toFile: sysfs + "/eth0/uevent", atomically: true, encoding: .utf8)
+
+        func info(_ name: String) -> ct_route_info {
+            var info = ct_route_info()
+            info.link_type = 1  // wireless NICs report ARPHRD_ETHER too
+            withUnsafeMutableBytes(of: &info.ifname) { $0.copyBytes(from: Array(name.utf8)) }
+            return info
+        }
+
+        #expect(NetworkReachability.interfaceKind(info("wlan0"), sysfs: sysfs) == .wifi)
+        #expect(NetworkReachability.interfaceKind(info("wlp2s0"), sysfs: sysfs) == .wifi)
+        #expect(NetworkReachability.interfaceKind(info("eth0"), sysfs: sysfs) == .ethernet)
     }
 
     @Test("a malformed address target is not reachable rather than a crash")

@@ -105,6 +105,10 @@ public final class ManualActivityScheduler: ActivityScheduler {
 /// - Note: A task is held (strongly) while it is counted, so its identity
 ///   cannot be reused by another object before it is suspended or completed.
 public final class ActivityMonitor: Sendable {
+    /// A monitor of every task announced on `NotificationCenter.default`
+    /// (AF's `sharedManager`), with the default delays.
+    public static let shared = ActivityMonitor()
+
     public static let defaultActivationDelay: TimeInterval = 1.0
     public static let defaultCompletionDelay: TimeInterval = 0.17
 

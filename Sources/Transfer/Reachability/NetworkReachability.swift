@@ -242,12 +242,15 @@ public final class NetworkReachability: Sendable {
     }
 
     /// Wi-Fi by sysfs, Ethernet by link type, everything else (loopback too) `.other`.
-    static func interfaceKind(_ info: ct_route_info) -> ReachabilityInterface {
+    ///
+    /// - Parameter sysfs: The directory of interfaces (`/sys/class/net`; a test may pass another).
+    static func interfaceKind(_ info: ct_route_info, sysfs: String = "/sys/class/net") -> ReachabilityInterface {
         let name = withUnsafeBytes(of: info.ifname) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
-        if !name.isEmpty, !name.contains("/") {
-            let base = "/sys/class/net/\(name)"
+        // An interface name never contains "/" or is "." / ".."; refuse to build odd paths anyway.
+        if !name.isEmpty, !name.contains("/"), name != ".", name != ".." {
+            let base = sysfs + "/" + name
             if FileManager.default.fileExists(atPath: base + "/wireless") { return .wifi }
             if let uevent = try? String(contentsOfFile: base + "/uevent", encoding: .utf8),
                uevent.split(separator: "\n").contains("DEVTYPE=wlan") {
