@@ -63,6 +63,12 @@ public final class MultiProgressDisplay: Sendable {
         self.clock = clock
     }
 
+    deinit {
+        // Never leave the user's terminal without a cursor, even if finish()
+        // was not called (an early return, an error path).
+        if state.withLock({ $0.cursorHidden }) { output.write("\u{1B}[?25h") }
+    }
+
     /// Whether frames with control sequences are drawn (the output is a terminal).
     public var isInteractive: Bool { output.isTerminal }
 

@@ -211,3 +211,18 @@ struct MultiProgressDisplayMessageTests {
         #expect(buffer.allWrites == ["note: ?[2Jhi\n"])
     }
 }
+
+@Suite("Multi-progress display lifetime")
+struct MultiProgressDisplayLifetimeTests {
+    @Test("a display dropped without finish() shows the cursor again")
+    func deinitRestoresCursor() {
+        let buffer = TerminalBuffer(isTerminal: true, columns: 40)
+        let clock = ManualActivityScheduler()
+        do {
+            let display = MultiProgressDisplay(output: buffer, scheduler: clock, clock: clock.displayClock)
+            display.add(PercentLabel(prefix: "x"))
+        }
+        #expect(buffer.allWrites.first?.hasPrefix("\u{1B}[?25l") == true)
+        #expect(buffer.allWrites.last == "\u{1B}[?25h")
+    }
+}
