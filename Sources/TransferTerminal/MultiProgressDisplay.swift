@@ -48,11 +48,13 @@ public final class MultiProgressDisplay: Sendable {
     ///   - plainMode: What to write when `output` is not a terminal.
     ///   - scheduler: Times throttled and animation frames (a dispatch queue by default).
     ///   - clock: The time source matching `scheduler`.
-    public init(output: any TerminalOutput = FileDescriptorOutput(), frameInterval: TimeInterval = 1.0 / 15,
-                width: Int? = nil, plainMode: PlainMode = .finalLines,
-                scheduler: any ActivityScheduler = DispatchActivityScheduler(
-                    queue: DispatchQueue(label: "transfer.terminal.frames")),
-                clock: DisplayClock = .system) {
+    public init(
+        output: any TerminalOutput = FileDescriptorOutput(), frameInterval: TimeInterval = 1.0 / 15,
+        width: Int? = nil, plainMode: PlainMode = .finalLines,
+        scheduler: any ActivityScheduler = DispatchActivityScheduler(
+            queue: DispatchQueue(label: "transfer.terminal.frames")),
+        clock: DisplayClock = .system
+    ) {
         self.output = output
         // Never 0: an animating element asks for the next frame from the
         // current one, which must be later.
@@ -86,8 +88,10 @@ public final class MultiProgressDisplay: Sendable {
     ///
     /// - Returns: The bar (already bound; it detaches when the task completes).
     @discardableResult
-    public func addProgressBar(for task: any ObservableTransfer, direction: ProgressDirection, label: String = "",
-                               animated: Bool = false) -> ProgressBar {
+    public func addProgressBar(
+        for task: any ObservableTransfer, direction: ProgressDirection, label: String = "",
+        animated: Bool = false
+    ) -> ProgressBar {
         let bar = ProgressBar(label: label, clock: clock)
         bar.bind(to: task, direction: direction, animated: animated)
         add(bar)
@@ -196,10 +200,14 @@ public final class MultiProgressDisplay: Sendable {
             // One column short of the edge: writing the last column leaves some
             // terminals in a pending wrap that the next line would double.
             let lines = state.elements.map { Self.sanitize($0.render(width: max(1, width - 1))) }
-            let frame = Self.frame(lines: lines, previousLines: state.linesOnScreen,
-                                   hideCursor: !state.cursorHidden && !final, showCursor: final && state.cursorHidden)
+            let frame = Self.frame(
+                lines: lines, previousLines: state.linesOnScreen,
+                hideCursor: !state.cursorHidden && !final, showCursor: final && state.cursorHidden)
             if !state.cursorHidden && !final { state.cursorHidden = true }
-            if final { state.finished = true; state.cursorHidden = false }
+            if final {
+                state.finished = true
+                state.cursorHidden = false
+            }
             state.linesOnScreen = lines.count
             state.lastFrame = now
             output.write(frame)
@@ -209,7 +217,8 @@ public final class MultiProgressDisplay: Sendable {
 
     /// The bytes of one terminal frame: back up over `previousLines`, rewrite
     /// each line after clearing it, erase whatever remains below.
-    static func frame(lines: [String], previousLines: Int, hideCursor: Bool = false, showCursor: Bool = false) -> String {
+    static func frame(lines: [String], previousLines: Int, hideCursor: Bool = false, showCursor: Bool = false) -> String
+    {
         var frame = hideCursor ? "\u{1B}[?25l" : ""
         // ESC[0A would still move one line up on most terminals: only when > 0.
         if previousLines > 0 { frame += "\u{1B}[\(previousLines)A" }
@@ -222,11 +231,16 @@ public final class MultiProgressDisplay: Sendable {
     /// Replaces control characters (a file name may carry ESC or a newline)
     /// with "?", so an element can neither inject sequences nor break the line count.
     static func sanitize(_ line: String) -> String {
-        guard line.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value) })
+        guard
+            line.unicodeScalars.contains(where: {
+                $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value)
+            })
         else { return line }
-        return String(String.UnicodeScalarView(line.unicodeScalars.map { scalar in
-            scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value) ? "?" : scalar
-        }))
+        return String(
+            String.UnicodeScalarView(
+                line.unicodeScalars.map { scalar in
+                    scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value) ? "?" : scalar
+                }))
     }
 
     static func trimmingTrailingSpaces(_ line: String) -> String {

@@ -66,8 +66,10 @@ public final class ProgressBar: TerminalElement {
     ///   - direction: `.upload` (bytes sent) or `.download` (bytes received).
     ///   - animated: Whether changes ease over ``animationDuration``.
     ///   - queue: Where the task's events are received (a private serial queue by default).
-    public func bind(to task: any ObservableTransfer, direction: ProgressDirection, animated: Bool = false,
-                     queue: DispatchQueue? = nil) {
+    public func bind(
+        to task: any ObservableTransfer, direction: ProgressDirection, animated: Bool = false,
+        queue: DispatchQueue? = nil
+    ) {
         let queue = queue ?? defaultBindingQueue
         let completed = task.state == .completed
         let initial = task.progress(direction)
@@ -117,8 +119,10 @@ public final class ProgressBar: TerminalElement {
         }
     }
 
-    private static func apply(_ progress: TransferProgress, to display: inout Display, animated: Bool,
-                              now: TimeInterval, duration: TimeInterval) {
+    private static func apply(
+        _ progress: TransferProgress, to display: inout Display, animated: Bool,
+        now: TimeInterval, duration: TimeInterval
+    ) {
         let current = shownFraction(display, now: now, duration: duration)
         let target = progress.fractionCompleted ?? 0
         display.progress = progress
@@ -145,7 +149,8 @@ public final class ProgressBar: TerminalElement {
     public var displayedFraction: Double? {
         let now = clock.now()
         return state.read { display in
-            display.progress?.fractionCompleted == nil ? nil : Self.shownFraction(display, now: now, duration: animationDuration)
+            display.progress?.fractionCompleted == nil
+                ? nil : Self.shownFraction(display, now: now, duration: animationDuration)
         }
     }
 

@@ -25,8 +25,10 @@ public final class Spinner: TerminalElement {
     /// What a stopped spinner shows in place of a frame (blank: hidden when stopped).
     public let stoppedSymbol: String
 
-    public init(title: String = "", frames: [String] = Spinner.asciiFrames, frameDuration: TimeInterval = 0.1,
-                stoppedSymbol: String = " ", clock: DisplayClock = .system) {
+    public init(
+        title: String = "", frames: [String] = Spinner.asciiFrames, frameDuration: TimeInterval = 0.1,
+        stoppedSymbol: String = " ", clock: DisplayClock = .system
+    ) {
         self.state = BindingState(Display(title: title))
         self.clock = clock
         self.frames = frames.isEmpty ? Spinner.asciiFrames : frames

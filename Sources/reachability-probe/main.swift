@@ -14,7 +14,7 @@ import Foundation
 import Transfer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 let arguments = Array(CommandLine.arguments.dropFirst())

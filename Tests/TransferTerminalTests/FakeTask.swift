@@ -37,14 +37,18 @@ final class FakeTask: ObservableTransfer {
     /// Observations not yet cancelled or ended.
     var observerCount: Int { inner.withLock { $0.progressObservers.count + $0.stateObservers.count } }
 
-    func observeProgress(_ direction: ProgressDirection, on queue: DispatchQueue,
-                         _ handler: @escaping @Sendable (TransferProgress) -> Void) -> ObservationToken {
+    func observeProgress(
+        _ direction: ProgressDirection, on queue: DispatchQueue,
+        _ handler: @escaping @Sendable (TransferProgress) -> Void
+    ) -> ObservationToken {
         let id = inner.withLock { inner in
             inner.nextID += 1
-            inner.progressObservers.append(Observer(id: inner.nextID, direction: direction, queue: queue, handler: handler))
+            inner.progressObservers.append(
+                Observer(id: inner.nextID, direction: direction, queue: queue, handler: handler))
             return inner.nextID
         }
-        return ObservationToken { [weak self] in self?.inner.withLock { $0.progressObservers.removeAll { $0.id == id } } }
+        return ObservationToken { [weak self] in self?.inner.withLock { $0.progressObservers.removeAll { $0.id == id } }
+        }
     }
 
     func observeState(on queue: DispatchQueue, _ handler: @escaping @Sendable (TaskState) -> Void) -> ObservationToken {
@@ -57,7 +61,8 @@ final class FakeTask: ObservableTransfer {
     }
 
     /// Reports progress of `direction` to its observers.
-    func send(_ completed: Int64, of total: Int64, elapsed: TimeInterval = 1, direction: ProgressDirection = .download) {
+    func send(_ completed: Int64, of total: Int64, elapsed: TimeInterval = 1, direction: ProgressDirection = .download)
+    {
         let progress = TransferProgress(completedUnitCount: completed, totalUnitCount: total, elapsed: elapsed)
         let observers = inner.withLock { inner in
             inner.progress[direction] = progress

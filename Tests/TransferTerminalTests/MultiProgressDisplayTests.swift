@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import Transfer
+
 @testable import TransferTerminal
 
 private let events = DispatchQueue(label: "test.display.events")
@@ -13,8 +14,9 @@ private func makeDisplay(terminal: Bool, width: Int = 40, plainMode: MultiProgre
 {
     let clock = ManualActivityScheduler()
     let buffer = TerminalBuffer(isTerminal: terminal, columns: width)
-    let display = MultiProgressDisplay(output: buffer, frameInterval: 0.1, plainMode: plainMode,
-                                       scheduler: clock, clock: clock.displayClock)
+    let display = MultiProgressDisplay(
+        output: buffer, frameInterval: 0.1, plainMode: plainMode,
+        scheduler: clock, clock: clock.displayClock)
     return (display, buffer, clock)
 }
 
@@ -85,7 +87,10 @@ struct MultiProgressDisplayTests {
         clock.advance(by: 0.1)
         clock.advance(by: 0.1)
         #expect(buffer.allWrites.count == 4)
-        #expect(buffer.allWrites.map { $0.contains("| work") || $0.contains("/ work") || $0.contains("- work") || $0.contains("\\ work") }
+        #expect(
+            buffer.allWrites.map {
+                $0.contains("| work") || $0.contains("/ work") || $0.contains("- work") || $0.contains("\\ work")
+            }
             .allSatisfy { $0 })
 
         task.setState(.completed)

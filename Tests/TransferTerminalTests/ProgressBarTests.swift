@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import Transfer
+
 @testable import TransferTerminal
 
 private let events = DispatchQueue(label: "test.events")

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 import Transfer
+
 @testable import TransferTerminal
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A pseudo-terminal pair: what a user's terminal looks like to the display.
@@ -72,7 +73,10 @@ struct TerminalOutputTests {
         pty.setColumns(97)
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
+        defer {
+            close(fds[0])
+            close(fds[1])
+        }
 
         let terminal = FileDescriptorOutput(fileDescriptor: pty.slave)
         let pipeOutput = FileDescriptorOutput(fileDescriptor: fds[1])

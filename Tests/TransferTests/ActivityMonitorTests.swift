@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
 @testable import Transfer
 
 /// A task that only has an identity and a state: what the monitor counts.
@@ -10,8 +11,10 @@ private final class CountedTask: ObservableTransfer {
     func progress(_ direction: ProgressDirection) -> TransferProgress {
         TransferProgress(completedUnitCount: 0, totalUnitCount: -1)
     }
-    func observeProgress(_ direction: ProgressDirection, on queue: DispatchQueue,
-                         _ handler: @escaping @Sendable (TransferProgress) -> Void) -> ObservationToken {
+    func observeProgress(
+        _ direction: ProgressDirection, on queue: DispatchQueue,
+        _ handler: @escaping @Sendable (TransferProgress) -> Void
+    ) -> ObservationToken {
         ObservationToken {}
     }
     func observeState(on queue: DispatchQueue, _ handler: @escaping @Sendable (TaskState) -> Void) -> ObservationToken {
@@ -31,8 +34,9 @@ private func makeMonitor(activation: TimeInterval = 1.0, completion: TimeInterva
     -> (ActivityMonitor, ManualActivityScheduler, ChangeLog)
 {
     let clock = ManualActivityScheduler()
-    let monitor = ActivityMonitor(activationDelay: activation, completionDelay: completion,
-                                  scheduler: clock, observing: nil)
+    let monitor = ActivityMonitor(
+        activationDelay: activation, completionDelay: completion,
+        scheduler: clock, observing: nil)
     let log = ChangeLog()
     monitor.onChange = { log.record($0) }
     return (monitor, clock, log)

@@ -1,6 +1,7 @@
 import CTransfer
 import Foundation
 import Testing
+
 @testable import Transfer
 
 @Suite("Reachability status")
@@ -38,7 +39,8 @@ struct ReachabilityStatusTests {
         defer { try? FileManager.default.removeItem(atPath: sysfs) }
         try FileManager.default.createDirectory(atPath: sysfs + "/wlan0/wireless", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: sysfs + "/wlp2s0", withIntermediateDirectories: true)
-        try "INTERFACE=wlp2s0\nIFINDEX=3\nDEVTYPE=wlan\n".write(toFile: sysfs + "/wlp2s0/uevent", atomically: true, encoding: .utf8)
+        try "INTERFACE=wlp2s0\nIFINDEX=3\nDEVTYPE=wlan\n".write(
+            toFile: sysfs + "/wlp2s0/uevent", atomically: true, encoding: .utf8)
         try FileManager.default.createDirectory(atPath: sysfs + "/eth0", withIntermediateDirectories: true)
         try "INTERFACE=eth0\nIFINDEX=2\n".write(toFile: sysfs + "/eth0/uevent", atomically: true, encoding: .utf8)
 

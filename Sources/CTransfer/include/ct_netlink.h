@@ -19,7 +19,7 @@ extern "C" {
 struct ct_route_info {
   int32_t ifindex;       /* output interface index (RTA_OIF) */
   uint8_t route_type;    /* RTN_UNICAST, RTN_LOCAL, ... */
-  uint16_t link_type;    /* ARPHRD_* of the interface (ifi_type) */
+  uint16_t link_type;   /* ARPHRD_* of the interface (ifi_type) */
   uint32_t link_flags;   /* IFF_* of the interface (ifi_flags) */
   char ifname[16];       /* IFNAMSIZ, NUL-terminated */
 };
@@ -31,7 +31,8 @@ struct ct_route_info {
  * On CT_OK `*out_fd` is the socket and the caller owns it (close(2) it).
  * On CT_E_SYSTEM `*out_errno` (when not NULL) says why and `*out_fd` is -1.
  */
-ct_code ct_netlink_monitor_open(int *_Nonnull out_fd, int *_Nullable out_errno);
+ct_code ct_netlink_monitor_open(int *_Nonnull out_fd,
+                                int *_Nullable out_errno);
 
 /**
  * Read every message queued on a socket from ct_netlink_monitor_open()

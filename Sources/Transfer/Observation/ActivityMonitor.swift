@@ -154,10 +154,12 @@ public final class ActivityMonitor: Sendable {
     ///   - completionDelay: How long idleness must last before ``isActive`` turns false.
     ///   - scheduler: The clock for both delays; a dispatch queue by default.
     ///   - center: A notification center to count tasks from right away (nil: none yet).
-    public init(activationDelay: TimeInterval = ActivityMonitor.defaultActivationDelay,
-                completionDelay: TimeInterval = ActivityMonitor.defaultCompletionDelay,
-                scheduler: any ActivityScheduler = DispatchActivityScheduler(),
-                observing center: NotificationCenter? = .default) {
+    public init(
+        activationDelay: TimeInterval = ActivityMonitor.defaultActivationDelay,
+        completionDelay: TimeInterval = ActivityMonitor.defaultCompletionDelay,
+        scheduler: any ActivityScheduler = DispatchActivityScheduler(),
+        observing center: NotificationCenter? = .default
+    ) {
         self.scheduler = scheduler
         self.state = Mutex(State(activationDelay: activationDelay, completionDelay: completionDelay))
         if let center { observe(center) }
@@ -223,8 +225,10 @@ public final class ActivityMonitor: Sendable {
     /// is an ``ObservableTransfer``), optionally only those `include` accepts.
     /// Call it once per source; cancel the token to stop counting that source.
     @discardableResult
-    public func observe(_ center: NotificationCenter,
-                        where include: (@Sendable (any ObservableTransfer) -> Bool)? = nil) -> ObservationToken {
+    public func observe(
+        _ center: NotificationCenter,
+        where include: (@Sendable (any ObservableTransfer) -> Bool)? = nil
+    ) -> ObservationToken {
         let names: [(Notification.Name, Bool)] = [
             (.transferTaskDidResume, true), (.transferTaskDidSuspend, false), (.transferTaskDidComplete, false),
         ]
@@ -242,7 +246,10 @@ public final class ActivityMonitor: Sendable {
 
     /// Stops counting from every source added with ``observe(_:where:)``.
     public func stopObserving() {
-        for token in observations.withLock({ tokens in defer { tokens = [] }; return tokens }) { token.cancel() }
+        for token in observations.withLock({ tokens in
+            defer { tokens = [] }
+            return tokens
+        }) { token.cancel() }
     }
 
     // MARK: Counting

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Watches whether a target is reachable, as AFNetworkReachabilityManager does,
@@ -75,8 +75,10 @@ public final class NetworkReachability: Sendable {
     ///   - queue: A serial queue for evaluations, the change handler and the
     ///     notification; a private one by default.
     ///   - notificationCenter: Where ``Foundation/Notification/Name/transferReachabilityDidChange`` is posted.
-    public init(target: Target = .defaultRoute, queue: DispatchQueue? = nil,
-                notificationCenter: NotificationCenter = .default) {
+    public init(
+        target: Target = .defaultRoute, queue: DispatchQueue? = nil,
+        notificationCenter: NotificationCenter = .default
+    ) {
         self.target = target
         self.queue = queue ?? DispatchQueue(label: "transfer.reachability")
         self.notificationCenter = notificationCenter
@@ -114,7 +116,8 @@ public final class NetworkReachability: Sendable {
         var fd: Int32 = -1
         var err: Int32 = 0
         guard ct_netlink_monitor_open(&fd, &err) == CT_OK else {
-            var error = TransferError(.transport, "cannot open a NETLINK_ROUTE socket: \(String(cString: strerror(err)))")
+            var error = TransferError(
+                .transport, "cannot open a NETLINK_ROUTE socket: \(String(cString: strerror(err)))")
             error.systemErrno = err
             throw error
         }
@@ -171,8 +174,9 @@ public final class NetworkReachability: Sendable {
         }
         guard case .some(let change) = handler else { return }
         change?(status)
-        notificationCenter.post(name: .transferReachabilityDidChange, object: self,
-                                userInfo: [Self.statusUserInfoKey: status])
+        notificationCenter.post(
+            name: .transferReachabilityDidChange, object: self,
+            userInfo: [Self.statusUserInfoKey: status])
     }
 
     private func evaluate() -> ReachabilityStatus {
@@ -253,7 +257,8 @@ public final class NetworkReachability: Sendable {
             let base = sysfs + "/" + name
             if FileManager.default.fileExists(atPath: base + "/wireless") { return .wifi }
             if let uevent = try? String(contentsOfFile: base + "/uevent", encoding: .utf8),
-               uevent.split(separator: "\n").contains("DEVTYPE=wlan") {
+                uevent.split(separator: "\n").contains("DEVTYPE=wlan")
+            {
                 return .wifi
             }
         }
@@ -314,11 +319,13 @@ struct IPAddress: Sendable, Hashable {
             if let sa = entry.pointee.ai_addr {
                 if entry.pointee.ai_family == AF_INET {
                     let sin = UnsafeRawPointer(sa).loadUnaligned(as: sockaddr_in.self)
-                    let address = IPAddress(family: Int32(AF_INET), bytes: withUnsafeBytes(of: sin.sin_addr) { Array($0) })
+                    let address = IPAddress(
+                        family: Int32(AF_INET), bytes: withUnsafeBytes(of: sin.sin_addr) { Array($0) })
                     if !result.contains(address) { result.append(address) }
                 } else if entry.pointee.ai_family == AF_INET6 {
                     let sin6 = UnsafeRawPointer(sa).loadUnaligned(as: sockaddr_in6.self)
-                    let address = IPAddress(family: Int32(AF_INET6), bytes: withUnsafeBytes(of: sin6.sin6_addr) { Array($0) })
+                    let address = IPAddress(
+                        family: Int32(AF_INET6), bytes: withUnsafeBytes(of: sin6.sin6_addr) { Array($0) })
                     if !result.contains(address) { result.append(address) }
                 }
             }
