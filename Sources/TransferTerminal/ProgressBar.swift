@@ -193,7 +193,7 @@ public final class ProgressBar: TerminalElement {
             stats.append("ETA " + TerminalFormat.duration(progress.estimatedTimeRemaining))
         }
         let tail = "  " + stats.joined(separator: "  ")
-        let barWidth = width - head.count - tail.count - 2
+        let barWidth = width - TerminalFormat.columns(head) - tail.count - 2
         guard barWidth >= 5 else { return TerminalFormat.fit(head + tail.dropFirst(2), width: width) }
         let shown = shownFraction(display, now: now, duration: duration)
         return TerminalFormat.fit(head + "[" + bar(shown, width: barWidth) + "]" + tail, width: width)

@@ -15,7 +15,8 @@ public struct DisplayClock: Sendable {
 
 /// One line of a terminal display: a progress bar, a percentage, a spinner.
 public protocol TerminalElement: AnyObject, Sendable {
-    /// The element as exactly `width` characters (no control characters).
+    /// The element as exactly `width` terminal columns (no control characters;
+    /// wide characters count two, see ``TerminalFormat/columns(_:)``).
     func render(width: Int) -> String
     /// True while the element wants frames for its own sake (a spinner
     /// spinning, a bar easing towards its value).

@@ -271,3 +271,32 @@ struct SpinnerTests {
         #expect(second.observerCount == 0)
     }
 }
+
+@Suite("Terminal text width")
+struct TerminalWidthTests {
+    @Test("wide characters count two columns, so a Chinese file name keeps the line at its width")
+    func wideCharacters() {
+        #expect(TerminalFormat.columns("abc") == 3)
+        #expect(TerminalFormat.columns("下载.zip") == 8)
+        #expect(TerminalFormat.columns("e\u{301}") == 1)
+        #expect(TerminalFormat.fit("下载", width: 3) == "下 ")
+
+        let bar = ProgressBar(label: "下载文件", clock: ManualActivityScheduler().displayClock)
+        bar.setProgress(TransferProgress(completedUnitCount: 1, totalUnitCount: 2, elapsed: 1))
+        let line = bar.render(width: 60)
+        #expect(TerminalFormat.columns(line) == 60)
+        #expect(line.hasPrefix("下载文件 ["))
+    }
+
+    @Test("bytes, rates and durations read the way the bars print them")
+    func formats() {
+        #expect(TerminalFormat.bytes(512) == "512 B")
+        #expect(TerminalFormat.bytes(1536) == "1.5 KiB")
+        #expect(TerminalFormat.bytes(10 * 1024 * 1024) == "10.0 MiB")
+        #expect(TerminalFormat.rate(0) == "0 B/s")
+        #expect(TerminalFormat.duration(4.2) == "0:05")
+        #expect(TerminalFormat.duration(3723) == "1:02:03")
+        #expect(TerminalFormat.duration(nil) == "--:--")
+        #expect(TerminalFormat.percent(0.999) == "99%")
+    }
+}
