@@ -71,6 +71,23 @@ public final class Spinner: TerminalElement {
         state.attach([token], generation: generation)
     }
 
+    /// Spins while `monitor` reports activity: the terminal's network activity
+    /// indicator (AFNetworkActivityIndicatorManager drives the status bar's).
+    /// The binding lasts until ``unbind()`` or another `bind`.
+    public func bind(to monitor: ActivityMonitor) {
+        let active = monitor.isActive
+        let now = clock.now()
+        let generation = state.rebind(bound: true) { display in
+            Self.apply(active ? .running : .suspended, to: &display, now: now)
+        }
+        let token = monitor.addChangeHandler { [weak self] active in
+            guard let self else { return }
+            let now = self.clock.now()
+            self.state.update(generation: generation) { Self.apply(active ? .running : .suspended, to: &$0, now: now) }
+        }
+        state.attach([token], generation: generation)
+    }
+
     /// Stops following the task (and stops spinning, as a nil task does in the seed).
     public func unbind() {
         state.detach(generation: nil) { $0.spinning = false }

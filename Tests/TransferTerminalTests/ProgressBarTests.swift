@@ -300,3 +300,34 @@ struct TerminalWidthTests {
         #expect(TerminalFormat.percent(0.999) == "99%")
     }
 }
+
+@Suite("Spinner bound to an activity monitor")
+struct SpinnerActivityTests {
+    @Test("the spinner follows the monitor's delayed activity and stops following when unbound")
+    func followsMonitor() {
+        let clock = ManualActivityScheduler()
+        let monitor = ActivityMonitor(scheduler: clock, observing: nil)
+        let spinner = Spinner(clock: clock.displayClock)
+        let other = Spinner(clock: clock.displayClock)
+        spinner.bind(to: monitor)
+        other.bind(to: monitor)
+        let task = FakeTask()
+
+        monitor.taskDidStart(task)
+        clock.advance(by: 0.5)
+        #expect(!spinner.isSpinning)
+        clock.advance(by: 0.5)
+        #expect(spinner.isSpinning)
+        #expect(other.isSpinning)
+
+        spinner.unbind()
+        monitor.taskDidStop(task)
+        clock.advance(by: 0.17)
+        #expect(!other.isSpinning)
+
+        monitor.taskDidStart(task)
+        clock.advance(by: 1)
+        #expect(other.isSpinning)
+        #expect(!spinner.isSpinning)
+    }
+}

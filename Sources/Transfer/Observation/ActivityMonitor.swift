@@ -129,6 +129,13 @@ public final class ActivityMonitor: Sendable {
         var activationDelay: TimeInterval
         var completionDelay: TimeInterval
         var onChange: (@Sendable (Bool) -> Void)?
+        var changeHandlers: [Int: @Sendable (Bool) -> Void] = [:]
+        var nextHandlerID = 0
+
+        /// `onChange` and every added handler, in the order they were set.
+        var allHandlers: [@Sendable (Bool) -> Void] {
+            (onChange.map { [$0] } ?? []) + changeHandlers.sorted { $0.key < $1.key }.map(\.value)
+        }
         /// Bumped whenever a pending timer becomes meaningless.
         var generation = 0
         var timer: ObservationToken?
@@ -140,7 +147,7 @@ public final class ActivityMonitor: Sendable {
     private struct Effects {
         var schedule: (delay: TimeInterval, generation: Int)?
         var cancel: ObservationToken?
-        var notify: (handler: @Sendable (Bool) -> Void, active: Bool)?
+        var notify: (handlers: [@Sendable (Bool) -> Void], active: Bool)?
     }
 
     private let scheduler: any ActivityScheduler
@@ -197,6 +204,20 @@ public final class ActivityMonitor: Sendable {
         set { state.withLock { $0.onChange = newValue } }
     }
 
+    /// Adds a handler called like ``onChange`` with each new value of
+    /// ``isActive`` (after `onChange`), until the token is cancelled. Lets
+    /// several displays follow one monitor.
+    public func addChangeHandler(_ handler: @escaping @Sendable (Bool) -> Void) -> ObservationToken {
+        let id = state.withLock { state in
+            state.nextHandlerID += 1
+            state.changeHandlers[state.nextHandlerID] = handler
+            return state.nextHandlerID
+        }
+        return ObservationToken { [weak self] in
+            self?.state.withLock { _ = $0.changeHandlers.removeValue(forKey: id) }
+        }
+    }
+
     /// When false, the monitor keeps counting but reports inactive (AF's `enabled`).
     /// Turning it back on while tasks run starts the activation delay again.
     public var isEnabled: Bool {
@@ -212,7 +233,7 @@ public final class ActivityMonitor: Sendable {
                 state.generation += 1
                 effects.cancel = state.timer
                 state.timer = nil
-                if wasVisible, let handler = state.onChange { effects.notify = (handler, false) }
+                if wasVisible { effects.notify = (state.allHandlers, false) }
                 return effects
             }
             perform(effects)
@@ -343,7 +364,9 @@ public final class ActivityMonitor: Sendable {
             }
             if stale { token.cancel() }
         }
-        if let (handler, active) = effects.notify { handler(active) }
+        if let (handlers, active) = effects.notify {
+            for handler in handlers { handler(active) }
+        }
     }
 
     private func delayEnded(generation: Int) {
@@ -361,8 +384,8 @@ public final class ActivityMonitor: Sendable {
             }
             state.generation += 1
             var effects = Effects()
-            if state.phase.isVisible != wasVisible, let handler = state.onChange {
-                effects.notify = (handler, state.phase.isVisible)
+            if state.phase.isVisible != wasVisible {
+                effects.notify = (state.allHandlers, state.phase.isVisible)
             }
             return effects
         }
