@@ -42,14 +42,18 @@ public final class PercentLabel: TerminalElement {
         let progressToken = task.observeProgress(direction, on: queue) { [weak self] progress in
             self?.state.update(generation: generation) { Self.apply(progress, to: &$0) }
         }
-        let stateToken = task.observeState(on: queue) { [weak self, weak task] taskState in
-            guard taskState == .completed, let self else { return }
+        let finish: @Sendable () -> Void = { [weak self, weak task] in
             let final = task?.progress(direction)
-            self.state.detach(generation: generation) { display in
+            self?.state.detach(generation: generation) { display in
                 if let final { Self.apply(final, to: &display) }
             }
         }
+        let stateToken = task.observeState(on: queue) { taskState in
+            if taskState == .completed { finish() }
+        }
         state.attach([progressToken, stateToken], generation: generation)
+        // Completed between the first check and the observation (see ProgressBar).
+        if task.state == .completed { finish() }
     }
 
     /// Stops following the task; the text stays.

@@ -85,17 +85,22 @@ public final class ProgressBar: TerminalElement {
         let progressToken = task.observeProgress(direction, on: queue) { [weak self] progress in
             self?.receive(progress, generation: generation)
         }
-        let stateToken = task.observeState(on: queue) { [weak self, weak task] taskState in
-            guard taskState == .completed, let self else { return }
+        let finish: @Sendable () -> Void = { [weak self, weak task] in
             // The last progress report and the completion come through two
             // observations; read the final counts so the bar ends exact.
             let final = task?.progress(direction)
-            self.state.detach(generation: generation) { display in
+            self?.state.detach(generation: generation) { display in
                 if let final { display.progress = final }
                 display.completed = true
             }
         }
+        let stateToken = task.observeState(on: queue) { taskState in
+            if taskState == .completed { finish() }
+        }
         state.attach([progressToken, stateToken], generation: generation)
+        // Completed between the first check and the observation: a finished
+        // task takes no observers, so no .completed would ever arrive.
+        if task.state == .completed { finish() }
     }
 
     /// Stops following the task early; the bar keeps showing its last value.

@@ -69,6 +69,10 @@ public final class Spinner: TerminalElement {
             }
         }
         state.attach([token], generation: generation)
+        // Completed between the first check and the observation (see ProgressBar).
+        if task.state == .completed {
+            state.detach(generation: generation) { Self.apply(.completed, to: &$0, now: now) }
+        }
     }
 
     /// Spins while `monitor` reports activity: the terminal's network activity

@@ -90,3 +90,30 @@ final class FakeTask: ObservableTransfer {
 extension ManualActivityScheduler {
     var displayClock: DisplayClock { DisplayClock { [self] in self.now } }
 }
+
+/// A task that completes while the binding is registering its observers and,
+/// like a real finished task, then accepts observers that never fire.
+final class CompletingTask: ObservableTransfer {
+    private let completed = Mutex(false)
+
+    var state: TaskState { completed.withLock { $0 } ? .completed : .running }
+
+    func progress(_ direction: ProgressDirection) -> TransferProgress {
+        completed.withLock { $0 }
+            ? TransferProgress(completedUnitCount: 8, totalUnitCount: 8, elapsed: 1)
+            : TransferProgress(completedUnitCount: 0, totalUnitCount: 8)
+    }
+
+    func observeProgress(
+        _ direction: ProgressDirection, on queue: DispatchQueue,
+        _ handler: @escaping @Sendable (TransferProgress) -> Void
+    ) -> ObservationToken {
+        completed.withLock { $0 = true }
+        return ObservationToken {}
+    }
+
+    func observeState(on queue: DispatchQueue, _ handler: @escaping @Sendable (TaskState) -> Void) -> ObservationToken {
+        completed.withLock { $0 = true }
+        return ObservationToken {}
+    }
+}

@@ -331,3 +331,26 @@ struct SpinnerActivityTests {
         #expect(!spinner.isSpinning)
     }
 }
+
+@Suite("Bindings racing completion")
+struct BindingCompletionRaceTests {
+    @Test("a task that completes while being bound still detaches every element with its final value")
+    func completesDuringBind() {
+        let clock = ManualActivityScheduler().displayClock
+        let bar = ProgressBar(clock: clock)
+        let label = PercentLabel()
+        let spinner = Spinner(clock: clock)
+
+        bar.bind(to: CompletingTask(), direction: .download)
+        label.bind(to: CompletingTask(), direction: .download)
+        spinner.bind(to: CompletingTask())
+
+        #expect(!bar.isBound)
+        #expect(bar.isCompleted)
+        #expect(bar.progress?.completedUnitCount == 8)
+        #expect(!label.isBound)
+        #expect(label.text == "100%")
+        #expect(!spinner.isBound)
+        #expect(!spinner.isSpinning)
+    }
+}
