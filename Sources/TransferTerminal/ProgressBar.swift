@@ -143,7 +143,9 @@ public final class ProgressBar: TerminalElement {
 
     private static func shownFraction(_ display: Display, now: TimeInterval, duration: TimeInterval) -> Double {
         let target = display.progress?.fractionCompleted ?? 0
-        guard duration > 0, now < display.start + duration else { return target }
+        // A completed task shows its final value at once: the last frame of a
+        // display is often drawn right after completion, mid-ease.
+        guard !display.completed, duration > 0, now < display.start + duration else { return target }
         let t = max(0, (now - display.start) / duration)
         // Ease-out: fast at first, settling on the value.
         let eased = 1 - (1 - t) * (1 - t)
@@ -162,7 +164,7 @@ public final class ProgressBar: TerminalElement {
     public var isAnimating: Bool {
         let now = clock.now()
         return state.read { display in
-            display.start.isFinite && now < display.start + animationDuration
+            !display.completed && display.start.isFinite && now < display.start + animationDuration
                 && display.fromFraction != (display.progress?.fractionCompleted ?? 0)
         }
     }

@@ -155,6 +155,24 @@ struct ProgressBarTests {
         #expect(bar.displayedFraction == 0.5)
         #expect(!bar.isAnimating)
     }
+
+    @Test("completion ends an animation at the final value at once")
+    func completionSnaps() {
+        let clock = ManualActivityScheduler()
+        let task = FakeTask()
+        let bar = ProgressBar(animationDuration: 0.5, clock: clock.displayClock)
+        bar.bind(to: task, direction: .download, animated: true, queue: events)
+        task.send(10, of: 100)
+        clock.advance(by: 1)
+
+        task.send(100, of: 100)
+        #expect(bar.isAnimating)
+        task.setState(.completed)
+
+        #expect(bar.displayedFraction == 1)
+        #expect(!bar.isAnimating)
+        #expect(bar.render(width: 60).hasPrefix("[=====================]  100%"))
+    }
 }
 
 @Suite("Percent label bindings")
