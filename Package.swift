@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Transfer", targets: ["Transfer"]),
+        .library(name: "TransferTerminal", targets: ["TransferTerminal"]),
         .executable(name: "transfer", targets: ["TransferCLI"]),
     ],
     dependencies: [
@@ -24,17 +25,25 @@ let package = Package(
         ),
         // The Swift facade: sessions, tasks, progress, serializers, policy.
         .target(name: "Transfer", dependencies: ["CTransfer"]),
+        // Terminal widgets bound to tasks: progress bar, percent label, spinner.
+        .target(name: "TransferTerminal", dependencies: ["Transfer"]),
         // The `transfer` command (docs/CLI.md), on the public API of Transfer only.
         .executableTarget(
             name: "TransferCLI",
-            dependencies: ["Transfer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "Transfer", "TransferTerminal",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
+        // Test helper: prints reachability changes; run inside network namespaces.
+        .executableTarget(name: "reachability-probe", dependencies: ["Transfer"]),
         // Test-only helpers: in-process servers, nginx fixture, certificates.
         .target(name: "TestSupport", dependencies: ["Transfer", "CTransfer"], path: "Tests/TestSupport"),
         .testTarget(name: "CTransferTests", dependencies: ["CTransfer", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
-        .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport"]),
-        // Runs the built `transfer` binary (build it first: `swift build --product transfer`).
-        .testTarget(name: "TransferCLITests", dependencies: ["TestSupport"]),
+        .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport", "reachability-probe"]),
+        .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer"]),
+        // Runs the built `transfer` binary (the dependency makes `swift test` build it first).
+        .testTarget(name: "TransferCLITests", dependencies: ["TestSupport", "TransferCLI"]),
     ]
 )

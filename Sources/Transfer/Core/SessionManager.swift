@@ -226,6 +226,20 @@ public final class SessionManager: Sendable {
         return register(task)
     }
 
+    /// A download to a fixed destination with only a completion handler.
+    public func downloadTask(with request: Request, to destination: URL,
+                             completionHandler: @escaping DownloadTask.CompletionHandler) -> DownloadTask
+    {
+        downloadTask(with: request, to: destination, progress: nil, completionHandler: completionHandler)
+    }
+
+    /// A download with a destination closure and a completion handler (no progress closure).
+    public func downloadTask(with request: Request, destination: DownloadTask.Destination?,
+                             completionHandler: @escaping DownloadTask.CompletionHandler) -> DownloadTask
+    {
+        downloadTask(with: request, progress: nil, destination: destination, completionHandler: completionHandler)
+    }
+
     /// Continues a download from resume data made by
     /// ``DownloadTask/cancel(byProducingResumeData:)``: `Range` + `If-Range`;
     /// a server that ignores the range or a changed file restarts from zero.
@@ -377,13 +391,14 @@ public final class SessionManager: Sendable {
         }
         postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
 
+        // Out of the task lists before anyone hears of the completion.
+        forget(task)
         if let download = task as? DownloadTask {
             download.callCompletion(error: error)
         } else if let data = task as? DataTask {
             data.callCompletion(error: error)
         }
         task.fireWaiter()
-        forget(task)
     }
 
     /// Runs `body` on the completion queue, inside the completion group.
