@@ -9,13 +9,14 @@ final class MetricsWriter: Sendable {
     private let ownsFile: Bool
     private let lock = Mutex(())
 
-    /// Opens (truncates) `path`, or stdout for `-`.
+    /// Opens `path` for appending (several runs can share one file of JSON
+    /// lines, as scripts/demo.sh does), or stdout for `-`.
     init(path: String) throws(Failure) {
         if path == "-" {
             fd = STDOUT_FILENO
             ownsFile = false
         } else {
-            let opened = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            let opened = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             guard opened >= 0 else {
                 throw Failure(.localFile, "cannot open --metrics \(path): \(String(cString: strerror(errno)))")
             }

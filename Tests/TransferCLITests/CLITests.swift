@@ -297,7 +297,7 @@ struct CLITerminalTests {
         #expect(output.status == 0, "\(output.stdoutText)")
         let drawn = output.stdoutText
         #expect(drawn.contains("\u{1B}["), "no cursor control: \(drawn.debugDescription)")
-        #expect(drawn.contains("[#"), "no bar: \(drawn.debugDescription)")
+        #expect(drawn.contains("[="), "no bar: \(drawn.debugDescription)")
         #expect(drawn.contains("100%"))
         #expect(try FileDigest.sha256(of: URL(fileURLWithPath: path)) == TestServer.sha256(seed: 3, count: 524_288))
     }
