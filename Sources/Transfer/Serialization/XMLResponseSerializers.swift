@@ -90,6 +90,11 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
         }
         let document: XMLDocument
         do {
+            // FoundationXML on Linux parses in libxml2's recovery mode: it
+            // builds a document from malformed XML (even from "not xml"), and
+            // XMLParser.parse() returns true for an unclosed element. A strict
+            // pass with our own checks finds the error first.
+            try WellFormednessCheck.run(on: data)
             document = try XMLDocument(data: data, options: options)
         } catch {
             let parseError = ResponseValidation.serializationError(
@@ -98,5 +103,44 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
         }
         if let validationError { throw validationError }
         return XMLDocumentHandle(document)
+    }
+}
+
+/// Checks that a body is one well-formed XML document.
+private final class WellFormednessCheck: NSObject, XMLParserDelegate {
+    private var depth = 0
+    private var roots = 0
+    private var failure: (any Error)?
+
+    static func run(on data: Data) throws {
+        let check = WellFormednessCheck()
+        let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
+        parser.delegate = check
+        let parsed = parser.parse()
+        if let error = check.failure ?? parser.parserError { throw error }
+        guard parsed, check.depth == 0, check.roots == 1 else {
+            throw TransferError(
+                .serializationFailed,
+                check.roots == 0 ? "no root element" : check.roots > 1 ? "more than one root element"
+                    : "an element is not closed")
+        }
+    }
+
+    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+                qualifiedName: String?, attributes: [String: String])
+    {
+        if depth == 0 { roots += 1 }
+        depth += 1
+    }
+
+    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
+                qualifiedName: String?)
+    {
+        depth -= 1
+    }
+
+    func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+        if failure == nil { failure = parseError }
     }
 }
