@@ -324,3 +324,24 @@ struct SerializationBodyRequestTests {
         #expect(error?.message.contains("a[1]") == true)
     }
 }
+
+@Suite("Request serializer URL variants")
+struct SerializationURLVariantTests {
+    @Test("URL variants build the same requests as the string variants and refuse non-http URLs")
+    func urlVariants() throws {
+        let serializer = HTTPRequestSerializer()
+        let url = try #require(URL(string: "https://example.com/a/b"))
+
+        let fromURL = try serializer.request(method: .get, url: url, parameters: ["x": 1])
+        let fromString = try serializer.request(method: .get, urlString: url.absoluteString, parameters: ["x": 1])
+        let multipart = try serializer.multipartFormRequest(url: url) { $0.append(formField: "1", name: "a") }
+
+        #expect(fromURL == fromString)
+        #expect(multipart.headers["Content-Type"]?.hasPrefix("multipart/form-data; boundary=") == true)
+        let fileURL = #expect(throws: TransferError.self) {
+            try serializer.request(method: .get, url: URL(fileURLWithPath: "/etc/hosts"))
+        }
+        #expect(fileURL?.code == .invalidRequest)
+        #expect(throws: TransferError.self) { try serializer.multipartFormRequest(method: .head, url: url) }
+    }
+}

@@ -28,11 +28,21 @@ extension HTTPRequestSerializer {
         constructingBody: (inout MultipartFormData) throws -> Void = { _ in }
     ) throws(TransferError) -> Request {
         guard method != .get && method != .head else {
-            throw TransferError(
-                .invalidRequest, "a multipart form request needs a method with a body, not \(method)",
-                url: URL(string: urlString))
+            throw Self.multipartMethodError(method, url: URL(string: urlString))
         }
-        let request = try self.request(method: method, urlString: urlString, parameters: nil)
+        return try multipartFormRequest(
+            method: method, url: Request(urlString, method: method).url, parameters: parameters, headers: headers,
+            constructingBody: constructingBody)
+    }
+
+    /// ``multipartFormRequest(method:urlString:parameters:headers:constructingBody:)``
+    /// for a URL already resolved.
+    public func multipartFormRequest(
+        method: HTTPMethod = .post, url: URL, parameters: JSONValue? = nil, headers: HTTPHeaders = [:],
+        constructingBody: (inout MultipartFormData) throws -> Void = { _ in }
+    ) throws(TransferError) -> Request {
+        guard method != .get && method != .head else { throw Self.multipartMethodError(method, url: url) }
+        let request = try self.request(method: method, url: url, parameters: nil)
         var form = MultipartFormData()
         if let parameters {
             let encoding = stringEncoding
@@ -53,6 +63,10 @@ extension HTTPRequestSerializer {
                 .invalidRequest, "building the multipart body failed: \(error)", url: request.url, underlying: error)
         }
         return try Self.overriding(try form.request(byFinalizing: request), with: headers)
+    }
+
+    private static func multipartMethodError(_ method: HTTPMethod, url: URL?) -> TransferError {
+        TransferError(.invalidRequest, "a multipart form request needs a method with a body, not \(method)", url: url)
     }
 
     /// Writes the streamed body of `request` to `fileURL` and returns the

@@ -100,6 +100,10 @@ public final class MultipartBodyStream: InputStream {
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         switch status {
         case .open: break
+        case .notOpen:
+            // Lenient: a reader that forgot open() still gets the body.
+            open()
+            if status != .open { return 0 }
         case .atEnd, .closed: return 0
         default: return -1
         }

@@ -138,7 +138,23 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
     public func request(
         method: HTTPMethod, urlString: String, parameters: JSONValue? = nil, headers: HTTPHeaders = [:]
     ) throws(TransferError) -> Request {
-        var request = try Request(urlString, method: method)
+        try self.request(method: method, url: Request(urlString, method: method).url, parameters: parameters,
+                         headers: headers)
+    }
+
+    /// ``request(method:urlString:parameters:headers:)`` for a URL already
+    /// resolved (a session manager's base URL plus a path).
+    ///
+    /// - Throws: as the `urlString` variant.
+    public func request(
+        method: HTTPMethod, url: URL, parameters: JSONValue? = nil, headers: HTTPHeaders = [:]
+    ) throws(TransferError) -> Request {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            url.host?.isEmpty == false
+        else {
+            throw TransferError(.invalidRequest, "not an http(s) URL: \(url.absoluteString.debugDescription)", url: url)
+        }
+        var request = Request(url: url, method: method)
         let configuration = configuration
         request.timeoutInterval = configuration.timeoutInterval
         request.cachePolicy = configuration.cachePolicy
