@@ -17,8 +17,9 @@ struct SerializationMultipartStreamingTests {
         return pages * sysconf(Int32(_SC_PAGESIZE))
     }
 
-    @Test("a 2 GiB file streams through a multipart body in flat memory with the exact length",
-          .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/statm")))
+    @Test(
+        "a 2 GiB file streams through a multipart body in flat memory with the exact length",
+        .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/statm")))
     func twoGiBStreamsWithFlatMemory() throws {
         let scratch = try SerializationScratch()
         let fileSize: Int64 = 2 << 30
@@ -39,7 +40,8 @@ struct SerializationMultipartStreamingTests {
             Issue.record("expected a streamed body")
             return
         }
-        let expectedHead = Data("""
+        let expectedHead = Data(
+            """
             --\(boundary)\r
             Content-Disposition: form-data; name="name"\r
             \r
@@ -50,7 +52,8 @@ struct SerializationMultipartStreamingTests {
             \r
 
             """.utf8)
-        let expectedTail = Data("""
+        let expectedTail = Data(
+            """
             \r
             --\(boundary)\r
             Content-Disposition: form-data; name="tail"\r
@@ -78,7 +81,9 @@ struct SerializationMultipartStreamingTests {
             try #require(count >= 0, "stream failed: \(String(describing: stream.streamError))")
             if count == 0 { break }
             let bytes = UnsafeBufferPointer(start: buffer, count: count)
-            if head.count < expectedHead.count { head.append(contentsOf: bytes.prefix(expectedHead.count - head.count)) }
+            if head.count < expectedHead.count {
+                head.append(contentsOf: bytes.prefix(expectedHead.count - head.count))
+            }
             if count >= expectedTail.count {
                 tail = Data(bytes.suffix(expectedTail.count))
             } else {

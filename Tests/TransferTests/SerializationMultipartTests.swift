@@ -8,7 +8,8 @@ final class SerializationScratch {
     let url: URL
 
     init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("transfer-serialization-\(UUID().uuidString)")
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "transfer-serialization-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
@@ -99,8 +100,9 @@ struct SerializationMultipartTests {
         form.append(Data("abc".utf8), name: "file", fileName: "a.txt", mimeType: "text/plain")
         form.append(Data("raw".utf8), headers: ["X-Part": "1", "Content-Type": "application/x-raw"])
         try form.append(fileURL: image, name: "img")
-        form.append(inputStream: InputStream(data: Data("streamed".utf8)), name: "s", fileName: "s.bin", length: 8,
-                    mimeType: "application/octet-stream")
+        form.append(
+            inputStream: InputStream(data: Data("streamed".utf8)), name: "s", fileName: "s.bin", length: 8,
+            mimeType: "application/octet-stream")
 
         let body = try MultipartTestSupport.readAll(form.makeStream(), chunk: 5)
 
@@ -163,14 +165,17 @@ struct SerializationMultipartTests {
         #expect(length == Int64(body.count))
         #expect(request.headers["X-Default"] == "yes")
         #expect(request.headers["X-Call"] == "1")
-        #expect(parts.map(\.headers) == [
-            [#"Content-Disposition: form-data; name="meta[k]""#],
-            [#"Content-Disposition: form-data; name="meta[n]""#],
-            [#"Content-Disposition: form-data; name="title""#],
-            [#"Content-Disposition: form-data; name="blob"; filename="blob.bin""#,
-             "Content-Type: application/octet-stream"],
-            [#"Content-Disposition: form-data; name="zeros"; filename="z""#, "Content-Type: application/zip"],
-        ])
+        #expect(
+            parts.map(\.headers) == [
+                [#"Content-Disposition: form-data; name="meta[k]""#],
+                [#"Content-Disposition: form-data; name="meta[n]""#],
+                [#"Content-Disposition: form-data; name="title""#],
+                [
+                    #"Content-Disposition: form-data; name="blob"; filename="blob.bin""#,
+                    "Content-Type: application/octet-stream",
+                ],
+                [#"Content-Disposition: form-data; name="zeros"; filename="z""#, "Content-Type: application/zip"],
+            ])
         #expect(parts.map(\.body) == [Data(), Data("2".utf8), Data("Été".utf8), fileBytes, Data(count: 70_000)])
         for chunk in [1, 7, 4096, 1 << 20] {
             #expect(try MultipartTestSupport.body(of: request, chunk: chunk) == body)
@@ -217,10 +222,11 @@ struct SerializationMultipartTests {
 
         let parts = try MultipartTestSupport.parse(MultipartTestSupport.readAll(form.makeStream()), boundary: "B")
 
-        #expect(parts.first?.headers == [
-            #"Content-Disposition: form-data; name="a%22b"; filename="evil%0D%0AX-Injected: 1.txt""#,
-            "Content-Type: text/plain",
-        ])
+        #expect(
+            parts.first?.headers == [
+                #"Content-Disposition: form-data; name="a%22b"; filename="evil%0D%0AX-Injected: 1.txt""#,
+                "Content-Type: text/plain",
+            ])
     }
 
     @Test("an invalid custom part header is refused when the request is finalized")
@@ -251,11 +257,13 @@ struct SerializationMultipartTests {
     @Test("an input stream part is read once; a stream provider part can be replayed")
     func streamReplay() throws {
         var once = MultipartFormData(boundary: "B")
-        once.append(inputStream: InputStream(data: Data("abc".utf8)), name: "s", fileName: "s", length: 3,
-                    mimeType: "text/plain")
+        once.append(
+            inputStream: InputStream(data: Data("abc".utf8)), name: "s", fileName: "s", length: 3,
+            mimeType: "text/plain")
         var replayable = MultipartFormData(boundary: "B")
-        replayable.append(streamProvider: BodyStreamProvider { InputStream(data: Data("abc".utf8)) }, name: "s",
-                          fileName: "s", length: 3, mimeType: "text/plain")
+        replayable.append(
+            streamProvider: BodyStreamProvider { InputStream(data: Data("abc".utf8)) }, name: "s",
+            fileName: "s", length: 3, mimeType: "text/plain")
 
         let first = try MultipartTestSupport.readAll(once.makeStream())
         #expect(throws: TransferError.self) { try MultipartTestSupport.readAll(once.makeStream()) }
@@ -267,8 +275,9 @@ struct SerializationMultipartTests {
     @Test("a stream part shorter than its announced length fails the stream")
     func shortStreamPart() throws {
         var form = MultipartFormData()
-        form.append(inputStream: InputStream(data: Data("ab".utf8)), name: "s", fileName: "s", length: 5,
-                    mimeType: "text/plain")
+        form.append(
+            inputStream: InputStream(data: Data("ab".utf8)), name: "s", fileName: "s", length: 5,
+            mimeType: "text/plain")
         #expect(throws: TransferError.self) { try MultipartTestSupport.readAll(form.makeStream()) }
     }
 
@@ -375,11 +384,12 @@ extension Request {
     func withoutThrottle() throws -> Request {
         guard case .stream(let provider, let length)? = body else { return self }
         var result = self
-        result.body = .stream(BodyStreamProvider {
-            let stream = provider.makeStream()
-            (stream as? MultipartBodyStream)?.throttle = nil
-            return stream
-        }, length: length)
+        result.body = .stream(
+            BodyStreamProvider {
+                let stream = provider.makeStream()
+                (stream as? MultipartBodyStream)?.throttle = nil
+                return stream
+            }, length: length)
         return result
     }
 }

@@ -39,7 +39,9 @@ struct SerializationQueryStringTests {
             charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/?")
         for piece in pieces {
             for prefixLength in 0..<60 {
-                let input = String(repeating: "a", count: prefixLength) + String(repeating: piece, count: 200 / piece.utf8.count + 3)
+                let input =
+                    String(repeating: "a", count: prefixLength)
+                    + String(repeating: piece, count: 200 / piece.utf8.count + 3)
                 let escaped = QueryString.percentEscaped(input)
                 #expect(escaped == input.addingPercentEncoding(withAllowedCharacters: oracleAllowed))
                 #expect(escaped.removingPercentEncoding == input)
@@ -59,11 +61,12 @@ struct SerializationQueryStringTests {
 
         let pairs = try QueryString.pairs(from: parameters).map { "\($0.field)=\($0.value ?? "<nil>")" }
 
-        #expect(pairs == [
-            "matrix[][]=1", "matrix[][]=2", "matrix[][k]=v",
-            "tags[]=x", "tags[]=y",
-            "user[address][city]=Paris", "user[name]=Ann",
-        ])
+        #expect(
+            pairs == [
+                "matrix[][]=1", "matrix[][]=2", "matrix[][k]=v",
+                "tags[]=x", "tags[]=y",
+                "user[address][city]=Paris", "user[name]=Ann",
+            ])
         #expect(try QueryString.string(from: ["a": ["b": 1]]) == "a%5Bb%5D=1")
         #expect(try QueryString.string(from: ["a": [1, 2]]) == "a%5B%5D=1&a%5B%5D=2")
     }

@@ -104,9 +104,10 @@ struct SerializationRequestTests {
 
     @Test("header values with CR or LF and invalid header names are refused")
     func headerInjection() throws {
-        for (name, value) in [("X-Test", "a\r\nX-Evil: 1"), ("X-Test", "a\nb"), ("Bad Name", "v"), ("", "v"),
-                              ("X:Colon", "v")]
-        {
+        for (name, value) in [
+            ("X-Test", "a\r\nX-Evil: 1"), ("X-Test", "a\nb"), ("Bad Name", "v"), ("", "v"),
+            ("X:Colon", "v"),
+        ] {
             let serializer = HTTPRequestSerializer()
             serializer.setValue(value, forHTTPHeaderField: name)
 
@@ -121,7 +122,9 @@ struct SerializationRequestTests {
         #expect(perCall?.code == .invalidRequest)
         let json = JSONRequestSerializer()
         json.setValue("x\ry", forHTTPHeaderField: "X-A")
-        #expect(throws: TransferError.self) { try json.request(method: .post, urlString: "http://h/p", parameters: [:]) }
+        #expect(throws: TransferError.self) {
+            try json.request(method: .post, urlString: "http://h/p", parameters: [:])
+        }
     }
 
     @Test("default headers are set unless the request or the call sets them, and nil removes one")
@@ -145,8 +148,9 @@ struct SerializationRequestTests {
     func basicAuthorization() throws {
         let serializer = HTTPRequestSerializer()
         serializer.setAuthorizationHeader(username: "Aladdin", password: "open sesame")
-        #expect(try serializer.request(method: .get, urlString: "http://h/").headers["Authorization"]
-            == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+        #expect(
+            try serializer.request(method: .get, urlString: "http://h/").headers["Authorization"]
+                == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
 
         serializer.setAuthorizationHeader(username: "ü", password: "p:w")
         #expect(serializer.value(forHTTPHeaderField: "Authorization") == "Basic w7w6cDp3")
@@ -185,18 +189,21 @@ struct SerializationRequestTests {
 
     @Test("Accept-Language lists the locale's languages with q from 1 down to 0.5")
     func acceptLanguage() {
-        #expect(HTTPRequestSerializer.preferredLanguages(environment: [
-            "LANGUAGE": "fr_FR:fr::en", "LANG": "de_DE.UTF-8",
-        ]) == ["fr-FR", "fr", "en", "de-DE"])
-        #expect(HTTPRequestSerializer.preferredLanguages(environment: ["LC_ALL": "pt_BR.UTF-8@euro", "LANG": "C"])
-            == ["pt-BR"])
+        #expect(
+            HTTPRequestSerializer.preferredLanguages(environment: [
+                "LANGUAGE": "fr_FR:fr::en", "LANG": "de_DE.UTF-8",
+            ]) == ["fr-FR", "fr", "en", "de-DE"])
+        #expect(
+            HTTPRequestSerializer.preferredLanguages(environment: ["LC_ALL": "pt_BR.UTF-8@euro", "LANG": "C"])
+                == ["pt-BR"])
         #expect(HTTPRequestSerializer.preferredLanguages(environment: ["LANG": "C.UTF-8"]) == ["en"])
         #expect(HTTPRequestSerializer.preferredLanguages(environment: ["LANG": "POSIX"]) == ["en"])
         #expect(HTTPRequestSerializer.preferredLanguages(environment: [:]) == ["en"])
 
         #expect(HTTPRequestSerializer.acceptLanguage(for: ["en"]) == "en;q=1")
-        #expect(HTTPRequestSerializer.acceptLanguage(for: ["a", "b", "c", "d", "e", "f", "g", "h"])
-            == "a;q=1, b;q=0.9, c;q=0.8, d;q=0.7, e;q=0.6, f;q=0.5")
+        #expect(
+            HTTPRequestSerializer.acceptLanguage(for: ["a", "b", "c", "d", "e", "f", "g", "h"])
+                == "a;q=1, b;q=0.9, c;q=0.8, d;q=0.7, e;q=0.6, f;q=0.5")
 
         let header = HTTPRequestSerializer().value(forHTTPHeaderField: "Accept-Language") ?? ""
         #expect(header.wholeMatch(of: /[A-Za-z0-9-]+;q=1(, [A-Za-z0-9-]+;q=0\.[5-9])*/) != nil)
@@ -223,7 +230,8 @@ struct SerializationRequestTests {
             for index in 0..<32 {
                 group.addTask {
                     serializer.setValue("\(index)", forHTTPHeaderField: "X-\(index)")
-                    let request = try serializer.request(method: .get, urlString: "http://h/", parameters: ["i": .int(index)])
+                    let request = try serializer.request(
+                        method: .get, urlString: "http://h/", parameters: ["i": .int(index)])
                     #expect(request.url.query == "i=\(index)")
                     #expect(request.headers["X-\(index)"] == "\(index)")
                 }
@@ -311,14 +319,16 @@ struct SerializationBodyRequestTests {
             #expect(parsedFormat == format)
             #expect(try JSONValue(any: object) == parameters)
         }
-        let get = try PropertyListRequestSerializer().request(method: .get, urlString: "http://h/", parameters: ["a": 1])
+        let get = try PropertyListRequestSerializer().request(
+            method: .get, urlString: "http://h/", parameters: ["a": 1])
         #expect(get.url.query == "a=1")
     }
 
     @Test("a property list cannot hold null")
     func propertyListNull() {
         let error = #expect(throws: TransferError.self) {
-            try PropertyListRequestSerializer().request(method: .post, urlString: "http://h/", parameters: ["a": [1, nil]])
+            try PropertyListRequestSerializer().request(
+                method: .post, urlString: "http://h/", parameters: ["a": [1, nil]])
         }
         #expect(error?.code == .invalidRequest)
         #expect(error?.message.contains("a[1]") == true)

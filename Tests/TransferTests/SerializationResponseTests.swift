@@ -21,7 +21,8 @@ private func data(_ text: String) -> Data { Data(text.utf8) }
 struct SerializationValidationTests {
     @Test(
         "status codes and content types are accepted or refused as AFNetworking does",
-        arguments: [200, 204, 299, 300, 404, 500], [
+        arguments: [200, 204, 299, 300, 404, 500],
+        [
             "application/json", "application/json; charset=utf-8", "APPLICATION/JSON", "text/html", nil,
         ] as [String?])
     func matrix(status: Int, contentType: String?) throws {
@@ -71,7 +72,8 @@ struct SerializationValidationTests {
         var serializer = HTTPResponseSerializer()
         serializer.acceptableStatusCodes.insert(404)
 
-        #expect(try serializer.serialize(response: response(404, "text/html"), data: data("x"), error: nil) == data("x"))
+        #expect(
+            try serializer.serialize(response: response(404, "text/html"), data: data("x"), error: nil) == data("x"))
         let error = #expect(throws: TransferError.self) {
             try serializer.serialize(response: response(500, "text/html"), data: data("x"), error: nil)
         }
@@ -106,11 +108,13 @@ struct SerializationJSONResponseTests {
     @Test("all three JSON content types are accepted and others are refused without parsing")
     func contentTypes() throws {
         for type in ["application/json", "text/json", "text/javascript"] {
-            #expect(try JSONResponseSerializer().serialize(response: response(200, type), data: data("[1]"), error: nil)
-                == [1])
+            #expect(
+                try JSONResponseSerializer().serialize(response: response(200, type), data: data("[1]"), error: nil)
+                    == [1])
         }
         let error = #expect(throws: TransferError.self) {
-            try JSONResponseSerializer().serialize(response: response(200, "text/html"), data: data("<html>"), error: nil)
+            try JSONResponseSerializer().serialize(
+                response: response(200, "text/html"), data: data("<html>"), error: nil)
         }
         #expect(error?.code == .unacceptableContentType)
         #expect(error?.underlyingError == nil)
@@ -198,8 +202,9 @@ struct SerializationOtherResponseTests {
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         let serializer = DecodableResponseSerializer(User.self, decoder: decoder)
 
-        let user = try serializer.serialize(response: response(), data: data(#"{"id": 7, "display_name": "Ann"}"#),
-                                            error: nil)
+        let user = try serializer.serialize(
+            response: response(), data: data(#"{"id": 7, "display_name": "Ann"}"#),
+            error: nil)
 
         #expect(user == User(id: 7, displayName: "Ann"))
     }
@@ -217,8 +222,9 @@ struct SerializationOtherResponseTests {
 
     @Test("an empty body decodes as nil for an Optional and fails otherwise")
     func decodableEmpty() throws {
-        #expect(try DecodableResponseSerializer(User?.self).serialize(response: response(204), data: Data(), error: nil)
-            == nil)
+        #expect(
+            try DecodableResponseSerializer(User?.self).serialize(response: response(204), data: Data(), error: nil)
+                == nil)
         let error = #expect(throws: TransferError.self) {
             try DecodableResponseSerializer(User.self).serialize(response: response(204), data: Data(), error: nil)
         }
@@ -234,24 +240,29 @@ struct SerializationOtherResponseTests {
         let serializer = StringResponseSerializer()
         let latin1 = Data([0x63, 0x61, 0x66, 0xE9])
 
-        #expect(try serializer.serialize(response: response(200, "text/plain; charset=ISO-8859-1"), data: latin1,
-                                         error: nil) == "café")
-        #expect(try serializer.serialize(response: response(200, "text/plain"), data: data("café"), error: nil)
-            == "café")
+        #expect(
+            try serializer.serialize(
+                response: response(200, "text/plain; charset=ISO-8859-1"), data: latin1,
+                error: nil) == "café")
+        #expect(
+            try serializer.serialize(response: response(200, "text/plain"), data: data("café"), error: nil)
+                == "café")
         #expect(try serializer.serialize(response: response(204, nil), data: nil, error: nil) == "")
         let invalid = #expect(throws: TransferError.self) {
             try serializer.serialize(response: response(200, "text/plain"), data: latin1, error: nil)
         }
         #expect(invalid?.code == .serializationFailed)
         let unknown = #expect(throws: TransferError.self) {
-            try serializer.serialize(response: response(200, "text/plain; charset=x-klingon"), data: data("a"), error: nil)
+            try serializer.serialize(
+                response: response(200, "text/plain; charset=x-klingon"), data: data("a"), error: nil)
         }
         #expect(unknown?.code == .serializationFailed)
     }
 
     @Test("property lists parse with dates, data and booleans, and bad ones fail")
     func propertyLists() throws {
-        let plist = data("""
+        let plist = data(
+            """
             <?xml version="1.0" encoding="UTF-8"?>
             <plist version="1.0"><dict>
             <key>ok</key><true/><key>n</key><integer>3</integer><key>r</key><real>1.5</real>
@@ -269,8 +280,9 @@ struct SerializationOtherResponseTests {
         #expect(value?["when"]?.dateValue == Date(timeIntervalSince1970: 1_577_836_800))
         #expect(value?["blob"]?.dataValue == Data([0, 1, 2]))
         #expect(value?["list"]?[0]?.stringValue == "a")
-        #expect(try serializer.serialize(response: response(200, "application/x-plist"), data: Data(), error: nil)
-            == nil)
+        #expect(
+            try serializer.serialize(response: response(200, "application/x-plist"), data: Data(), error: nil)
+                == nil)
         let bad = #expect(throws: TransferError.self) {
             try serializer.serialize(response: response(500, "application/x-plist"), data: data("<plist"), error: nil)
         }
@@ -300,8 +312,10 @@ struct SerializationOtherResponseTests {
     func xmlParser() throws {
         final class Names: NSObject, XMLParserDelegate {
             var names: [String] = []
-            func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                        qualifiedName: String?, attributes: [String: String]) {
+            func parser(
+                _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+                qualifiedName: String?, attributes: [String: String]
+            ) {
                 names.append(elementName)
             }
         }
@@ -326,11 +340,13 @@ struct SerializationOtherResponseTests {
     @Test("a compound serializer uses the first serializer that accepts, in order")
     func compound() throws {
         let compound = CompoundResponseSerializer([
-            JSONResponseSerializer(removesKeysWithNullValues: true), JSONResponseSerializer(), XMLParserResponseSerializer(),
+            JSONResponseSerializer(removesKeysWithNullValues: true), JSONResponseSerializer(),
+            XMLParserResponseSerializer(),
         ])
 
-        let json = try compound.serialize(response: response(200, "application/json"), data: data(#"{"a": null}"#),
-                                          error: nil)
+        let json = try compound.serialize(
+            response: response(200, "application/json"), data: data(#"{"a": null}"#),
+            error: nil)
         let xml = try compound.serialize(response: response(200, "text/xml"), data: data("<a/>"), error: nil)
         let other = try compound.serialize(response: response(200, "text/plain"), data: data("hi"), error: nil)
 
@@ -371,14 +387,16 @@ struct SerializationJSONValueTests {
         let parsed = try JSONSerialization.jsonObject(with: data(#"[true, 1, 0, 2.5, "s", null, {"k": [false]}]"#))
         let swift: [String: Any] = [
             "b": true, "i": 3, "u": UInt8(4), "d": 0.5, "f": Float(0.25), "s": "x", "n": NSNull(),
-            "nested": ["a": [1, "b"]] as [String: Any], "url": URL(string: "http://h/")!, "opt": Optional<Int>.none as Any,
+            "nested": ["a": [1, "b"]] as [String: Any], "url": URL(string: "http://h/")!,
+            "opt": Optional<Int>.none as Any,
         ]
 
         #expect(try JSONValue(any: parsed) == [true, 1, 0, 2.5, "s", nil, ["k": [false]]])
-        #expect(try JSONValue(swift) == [
-            "b": true, "i": 3, "u": 4, "d": 0.5, "f": 0.25, "s": "x", "n": nil, "nested": ["a": [1, "b"]],
-            "url": "http://h/", "opt": nil,
-        ])
+        #expect(
+            try JSONValue(swift) == [
+                "b": true, "i": 3, "u": 4, "d": 0.5, "f": 0.25, "s": "x", "n": nil, "nested": ["a": [1, "b"]],
+                "url": "http://h/", "opt": nil,
+            ])
         let error = #expect(throws: TransferError.self) { try JSONValue(["d": Date()]) }
         #expect(error?.code == .invalidRequest)
         #expect(error?.message.contains("Date") == true)

@@ -115,7 +115,8 @@ extension HTTPRequestSerializer {
             DispatchQueue.global(qos: .utility).async {
                 do throws(TransferError) {
                     continuation.resume(
-                        returning: .success(try self.requestWithMultipartForm(request, writingStreamContentsToFile: fileURL)))
+                        returning: .success(
+                            try self.requestWithMultipartForm(request, writingStreamContentsToFile: fileURL)))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }

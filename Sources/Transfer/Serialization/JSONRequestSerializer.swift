@@ -63,8 +63,9 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
         do {
             return try encoder.encode(value)
         } catch {
-            throw TransferError(.invalidRequest, "the parameters are not valid JSON: \(error)", url: url,
-                                underlying: error)
+            throw TransferError(
+                .invalidRequest, "the parameters are not valid JSON: \(error)", url: url,
+                underlying: error)
         }
     }
 }

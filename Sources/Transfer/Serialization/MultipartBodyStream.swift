@@ -211,8 +211,9 @@ public final class MultipartBodyStream: InputStream {
     }
 
     private func fail(errno code: Int32, _ message: String) -> Int {
-        var failure = TransferError(code == 0 ? .invalidRequest : .fileError,
-                                    code == 0 ? message : "\(message): \(String(cString: strerror(code)))")
+        var failure = TransferError(
+            code == 0 ? .invalidRequest : .fileError,
+            code == 0 ? message : "\(message): \(String(cString: strerror(code)))")
         if code != 0 { failure.systemErrno = code }
         error = failure
         return -1

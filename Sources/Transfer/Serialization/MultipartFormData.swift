@@ -34,9 +34,10 @@ public struct MultipartFormData: Sendable {
         public var packetSize: Int
         public var delay: TimeInterval
 
-        public init(packetSize: Int = MultipartFormData.suggestedPacketSize,
-                    delay: TimeInterval = MultipartFormData.suggestedDelay)
-        {
+        public init(
+            packetSize: Int = MultipartFormData.suggestedPacketSize,
+            delay: TimeInterval = MultipartFormData.suggestedDelay
+        ) {
             self.packetSize = max(1, packetSize)
             self.delay = max(0, delay)
         }
@@ -94,8 +95,9 @@ public struct MultipartFormData: Sendable {
     ///   file URL, and ``TransferError/Code/fileError`` when the file does not
     ///   exist, is not a regular file, or cannot be read.
     public mutating func append(fileURL: URL, name: String) throws(TransferError) {
-        try append(fileURL: fileURL, name: name, fileName: fileURL.lastPathComponent,
-                   mimeType: MIMEType.forFile(fileURL))
+        try append(
+            fileURL: fileURL, name: name, fileName: fileURL.lastPathComponent,
+            mimeType: MIMEType.forFile(fileURL))
     }
 
     /// Appends the file at `fileURL` with an explicit file name and MIME type.
@@ -106,8 +108,10 @@ public struct MultipartFormData: Sendable {
             throw TransferError(.invalidRequest, "expected a file URL, got \(fileURL.absoluteString)", url: fileURL)
         }
         let length = try Self.readableFileSize(fileURL)
-        parts.append(Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
-                          length: length, source: .file(fileURL)))
+        parts.append(
+            Part(
+                headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
+                length: length, source: .file(fileURL)))
     }
 
     /// Appends `length` bytes read from `inputStream` while the body is sent.
@@ -116,26 +120,34 @@ public struct MultipartFormData: Sendable {
     ///   again (a redirect or an authentication retry), the second attempt
     ///   fails with ``TransferError/Code/invalidRequest``. Use
     ///   ``append(streamProvider:name:fileName:length:mimeType:)`` to allow replay.
-    public mutating func append(inputStream: InputStream, name: String, fileName: String, length: Int64,
-                                mimeType: String)
-    {
-        parts.append(Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
-                          length: max(0, length), source: .stream(OneShotInputStream(inputStream))))
+    public mutating func append(
+        inputStream: InputStream, name: String, fileName: String, length: Int64,
+        mimeType: String
+    ) {
+        parts.append(
+            Part(
+                headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
+                length: max(0, length), source: .stream(OneShotInputStream(inputStream))))
     }
 
     /// Appends `length` bytes from a stream made by `streamProvider`, asked
     /// again each time the body is sent from the start.
-    public mutating func append(streamProvider: BodyStreamProvider, name: String, fileName: String, length: Int64,
-                                mimeType: String)
-    {
-        parts.append(Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
-                          length: max(0, length), source: .provider(streamProvider)))
+    public mutating func append(
+        streamProvider: BodyStreamProvider, name: String, fileName: String, length: Int64,
+        mimeType: String
+    ) {
+        parts.append(
+            Part(
+                headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
+                length: max(0, length), source: .provider(streamProvider)))
     }
 
     /// Appends `data` as a file part.
     public mutating func append(_ data: Data, name: String, fileName: String, mimeType: String) {
-        parts.append(Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
-                          length: Int64(data.count), source: .data(data)))
+        parts.append(
+            Part(
+                headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
+                length: Int64(data.count), source: .data(data)))
     }
 
     /// Appends a form field: `Content-Disposition: form-data; name="…"` and `data`.
@@ -157,9 +169,10 @@ public struct MultipartFormData: Sendable {
     }
 
     /// Rate-limits the body (AFNetworking's `throttleBandwidthWithPacketSize:delay:`).
-    public mutating func throttleBandwidth(packetSize: Int = MultipartFormData.suggestedPacketSize,
-                                           delay: TimeInterval = MultipartFormData.suggestedDelay)
-    {
+    public mutating func throttleBandwidth(
+        packetSize: Int = MultipartFormData.suggestedPacketSize,
+        delay: TimeInterval = MultipartFormData.suggestedDelay
+    ) {
         throttle = Throttle(packetSize: packetSize, delay: delay)
     }
 
@@ -200,8 +213,9 @@ public struct MultipartFormData: Sendable {
         guard !boundary.isEmpty, boundary.utf8.count <= 70,
             boundary.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") })
         else {
-            throw TransferError(.invalidRequest, "invalid multipart boundary \(boundary.debugDescription)",
-                                url: request.url)
+            throw TransferError(
+                .invalidRequest, "invalid multipart boundary \(boundary.debugDescription)",
+                url: request.url)
         }
         for part in parts { try part.headers.validate() }
         var result = request
@@ -244,8 +258,9 @@ public struct MultipartFormData: Sendable {
         let path = url.path
         guard stat(path, &info) == 0 else {
             let code = errno
-            var error = TransferError(.fileError, "file \(path) is not reachable: \(String(cString: strerror(code)))",
-                                      url: url)
+            var error = TransferError(
+                .fileError, "file \(path) is not reachable: \(String(cString: strerror(code)))",
+                url: url)
             error.systemErrno = code
             throw error
         }
@@ -254,8 +269,9 @@ public struct MultipartFormData: Sendable {
         }
         guard access(path, R_OK) == 0 else {
             let code = errno
-            var error = TransferError(.fileError, "file \(path) is not readable: \(String(cString: strerror(code)))",
-                                      url: url)
+            var error = TransferError(
+                .fileError, "file \(path) is not readable: \(String(cString: strerror(code)))",
+                url: url)
             error.systemErrno = code
             throw error
         }

@@ -61,8 +61,9 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
         do {
             return try encoder.encode(value)
         } catch {
-            throw TransferError(.invalidRequest, "the parameters are not a valid property list: \(error)",
-                                url: url, underlying: error)
+            throw TransferError(
+                .invalidRequest, "the parameters are not a valid property list: \(error)",
+                url: url, underlying: error)
         }
     }
 
@@ -76,7 +77,9 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
             }
         case .object(let members):
             for key in members.keys.sorted() {
-                if let member = members[key], let found = nullPath(in: member, path: path.isEmpty ? key : "\(path).\(key)") {
+                if let member = members[key],
+                    let found = nullPath(in: member, path: path.isEmpty ? key : "\(path).\(key)")
+                {
                     return found
                 }
             }

@@ -138,8 +138,9 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
     public func request(
         method: HTTPMethod, urlString: String, parameters: JSONValue? = nil, headers: HTTPHeaders = [:]
     ) throws(TransferError) -> Request {
-        try self.request(method: method, url: Request(urlString, method: method).url, parameters: parameters,
-                         headers: headers)
+        try self.request(
+            method: method, url: Request(urlString, method: method).url, parameters: parameters,
+            headers: headers)
     }
 
     /// ``request(method:urlString:parameters:headers:)`` for a URL already

@@ -122,21 +122,26 @@ private final class WellFormednessCheck: NSObject, XMLParserDelegate {
         guard parsed, check.depth == 0, check.roots == 1 else {
             throw TransferError(
                 .serializationFailed,
-                check.roots == 0 ? "no root element" : check.roots > 1 ? "more than one root element"
-                    : "an element is not closed")
+                check.roots == 0
+                    ? "no root element"
+                    : check.roots > 1
+                        ? "more than one root element"
+                        : "an element is not closed")
         }
     }
 
-    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                qualifiedName: String?, attributes: [String: String])
-    {
+    func parser(
+        _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+        qualifiedName: String?, attributes: [String: String]
+    ) {
         if depth == 0 { roots += 1 }
         depth += 1
     }
 
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
-                qualifiedName: String?)
-    {
+    func parser(
+        _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
+        qualifiedName: String?
+    ) {
         depth -= 1
     }
 
