@@ -16,8 +16,7 @@ import Transfer
 /// - `--resume`: not supported yet (needs the journal of the downloads branch).
 /// - pinning, `--pin-*`, `-k`, `--allow-invalid-certificates`,
 ///   `--no-validate-domain`: not supported yet (needs SecurityPolicy).
-/// - `--serializer`: data, json and text are checked here with Foundation;
-///   xml and plist are not supported yet (need the response serializers).
+/// - `--serializer`: the library's response serializers.
 struct PendingFeatures: Sendable {
     enum Serializer: String, Sendable {
         case data, json, xml, plist, text
@@ -65,9 +64,6 @@ struct PendingFeatures: Sendable {
             guard let kind = Serializer(rawValue: name) else {
                 throw Failure(.usage, "--serializer: expected data, json, xml, plist or text")
             }
-            if kind == .xml || kind == .plist {
-                throw Self.notYet("--serializer \(name)", "the response serializers (serialization branch)")
-            }
             serializer = kind
         }
     }
@@ -76,49 +72,53 @@ struct PendingFeatures: Sendable {
         Failure(.usage, "\(what) is not supported yet (waiting for \(needs))")
     }
 
-    /// Checks and re-encodes a body per `--serializer` (data, json, text).
-    /// - Returns: the bytes to print instead of the body (json), or nil to
-    ///   print the body as received.
+    /// Checks a body with the library's response serializer for
+    /// `--serializer` (content type and syntax; the status was checked by
+    /// --accept-status already, so every status passes here).
+    /// - Returns: the bytes to print instead of the body (json: the parsed
+    ///   value re-encoded; text: the decoded text as UTF-8), or nil to print
+    ///   the body as received.
     func serialize(_ body: Data, response: HTTPResponse) throws(Failure) -> Data? {
         guard let serializer else { return nil }
-        let mime = response.mimeType ?? ""
-        switch serializer {
-        case .data, .xml, .plist:
-            return nil
-        case .text:
-            guard mime.hasPrefix("text/") || mime.isEmpty else {
-                throw Failure(.content, "content type \(mime) is not text")
+        let anyStatus = IndexSet(integersIn: 100..<1000)
+        do throws(TransferError) {
+            switch serializer {
+            case .data:
+                var check = HTTPResponseSerializer()
+                check.acceptableStatusCodes = anyStatus
+                _ = try check.serialize(response: response, data: body, error: nil)
+                return nil
+            case .json:
+                var check = JSONResponseSerializer()
+                check.acceptableStatusCodes = anyStatus
+                guard let value = try check.serialize(response: response, data: body, error: nil) else { return Data() }
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                do {
+                    var encoded = try encoder.encode(value)
+                    encoded.append(0x0A)
+                    return encoded
+                } catch {
+                    throw TransferError(.serializationFailed, "cannot re-encode the JSON value: \(error)")
+                }
+            case .xml:
+                var check = XMLDocumentResponseSerializer()
+                check.acceptableStatusCodes = anyStatus
+                _ = try check.serialize(response: response, data: body, error: nil)
+                return nil
+            case .plist:
+                var check = PropertyListResponseSerializer()
+                check.acceptableStatusCodes = anyStatus
+                _ = try check.serialize(response: response, data: body, error: nil)
+                return nil
+            case .text:
+                var check = StringResponseSerializer()
+                check.acceptableStatusCodes = anyStatus
+                return Data(try check.serialize(response: response, data: body, error: nil).utf8)
             }
-            guard String(validatingUTF8Data: body) != nil else {
-                throw Failure(.content, "the body is not valid UTF-8 text")
-            }
-            return nil
-        case .json:
-            guard mime == "application/json" || mime == "text/json" || mime == "text/javascript"
-                || mime.hasSuffix("+json")
-            else {
-                throw Failure(.content, "content type \(mime.isEmpty ? "(none)" : mime) is not JSON")
-            }
-            do {
-                let value = try JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
-                var encoded = try JSONSerialization.data(withJSONObject: value,
-                                                         options: [.fragmentsAllowed, .prettyPrinted, .sortedKeys])
-                encoded.append(0x0A)
-                return encoded
-            } catch {
-                throw Failure(.content, "the body is not valid JSON: \(error.localizedDescription)")
-            }
+        } catch {
+            throw Failure(error)
         }
     }
 }
 
-extension String {
-    init?(validatingUTF8Data data: Data) {
-        var valid = true
-        let string = String(decoding: data, as: UTF8.self)
-        // Decoding replaces invalid sequences with U+FFFD; compare lengths to spot them.
-        if string.utf8.count != data.count { valid = false }
-        guard valid else { return nil }
-        self = string
-    }
-}

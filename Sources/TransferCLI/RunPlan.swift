@@ -23,6 +23,8 @@ enum RequestBody: Sendable {
     case none
     case data(Data)
     case file(String)
+    /// `-F`: each job's request carries its own stream of this form.
+    case multipart(MultipartFormData)
 
     var isEmpty: Bool {
         if case .none = self { return true }
@@ -53,8 +55,6 @@ struct RunPlan: Sendable {
     var verbose: Bool
     var silent: Bool
     var features: PendingFeatures
-    /// Temporary files made for the request body (removed at exit).
-    var temporaryFiles: [String]
 
     /// A plan failure: exit 2 for usage errors, 3 for unreadable inputs.
     static func make(verb: any Verb) throws(Failure) -> RunPlan {
@@ -123,7 +123,6 @@ struct RunPlan: Sendable {
         }
 
         // Body.
-        var temporaryFiles: [String] = []
         let bodySources = [options.data != nil, options.json != nil, !options.form.isEmpty, options.uploadFile != nil]
         guard bodySources.filter({ $0 }).count <= 1 else {
             throw Failure(.usage, "--data, --json, --form and --upload-file exclude each other")
@@ -140,20 +139,29 @@ struct RunPlan: Sendable {
             setDefault("Content-Type", "application/json")
             setDefault("Accept", "application/json")
         } else if !options.form.isEmpty {
-            guard let parts = MultipartBody.parse(options.form) else {
-                throw Failure(.usage, "-F: expected name=value or name=@file[;type=mime]")
+            // The library's multipart builder: parts streamed from disk, exact length.
+            var form = MultipartFormData()
+            for spec in options.form {
+                guard let part = FormPart(spec) else {
+                    throw Failure(.usage, "-F: expected name=value or name=@file[;type=mime], got \(spec.debugDescription)")
+                }
+                switch part {
+                case .field(let name, let value):
+                    form.append(formField: value, name: name)
+                case .file(let name, let path, let mimeType):
+                    let url = URL(fileURLWithPath: path)
+                    do throws(TransferError) {
+                        if let mimeType {
+                            try form.append(fileURL: url, name: name, fileName: url.lastPathComponent, mimeType: mimeType)
+                        } else {
+                            try form.append(fileURL: url, name: name)
+                        }
+                    } catch {
+                        throw Failure(.invalidRequest, "-F \(name): \(error.message)")
+                    }
+                }
             }
-            let multipart = MultipartBody(parts: parts)
-            let path = NSTemporaryDirectory() + "/transfer-form-\(getpid())-\(UUID().uuidString).body"
-            temporaryFiles.append(path)
-            do throws(Failure) {
-                try multipart.write(to: path)
-            } catch {
-                unlink(path)
-                throw error
-            }
-            body = .file(path)
-            setDefault("Content-Type", multipart.contentType)
+            body = .multipart(form)
         } else if let file = options.uploadFile {
             guard FileManager.default.isReadableFile(atPath: file) else {
                 throw Failure(.invalidRequest, "cannot read --upload-file \(file)")
@@ -173,6 +181,10 @@ struct RunPlan: Sendable {
             do throws(TransferError) {
                 var request = try Request(string, method: finalMethod)
                 request.headers = headers
+                if case .multipart(let form) = body {
+                    // Sets the streamed body, Content-Type with the boundary and Content-Length.
+                    request = try form.request(byFinalizing: request)
+                }
                 job.request = request
             } catch {
                 job.invalidFailure = Failure(.invalidRequest, error.message)
@@ -269,8 +281,7 @@ struct RunPlan: Sendable {
 
         return RunPlan(jobs: jobs, configuration: configuration, body: body, acceptStatus: accept, print: selection,
                        parallel: options.parallel, progress: style, metricsPath: options.metrics,
-                       verbose: options.verbose && !options.silent, silent: options.silent, features: features,
-                       temporaryFiles: temporaryFiles)
+                       verbose: options.verbose && !options.silent, silent: options.silent, features: features)
     }
 
     /// `STRING` or `@FILE` (`@-` is stdin); a file body is streamed from disk.
@@ -285,4 +296,28 @@ struct RunPlan: Sendable {
     }
 
     func accepts(_ status: Int) -> Bool { acceptStatus.contains { $0.contains(status) } }
+}
+
+/// One `-F` argument: `name=value`, or `name=@file[;type=mime]`.
+enum FormPart {
+    case field(name: String, value: String)
+    case file(name: String, path: String, mimeType: String?)
+
+    init?(_ spec: String) {
+        guard let equals = spec.firstIndex(of: "="), equals != spec.startIndex else { return nil }
+        let name = String(spec[..<equals])
+        let value = String(spec[spec.index(after: equals)...])
+        guard value.hasPrefix("@") else {
+            self = .field(name: name, value: value)
+            return
+        }
+        var path = String(value.dropFirst())
+        var mimeType: String?
+        if let range = path.range(of: ";type=", options: .backwards) {
+            mimeType = String(path[range.upperBound...])
+            path = String(path[..<range.lowerBound])
+        }
+        guard !path.isEmpty, mimeType?.isEmpty != true else { return nil }
+        self = .file(name: name, path: path, mimeType: mimeType)
+    }
 }

@@ -64,7 +64,6 @@ final class Runner: Sendable {
         }
         display.stop()
         sharedSession?.invalidateAndCancel()
-        for path in plan.temporaryFiles { unlink(path) }
 
         // One line per failure, in input order; the first one decides the exit code.
         var exitCode: Int32 = 0
@@ -194,6 +193,8 @@ final class Runner: Sendable {
             case .data(let bytes): task = session.uploadTask(with: request, from: bytes, completionHandler: handler)
             case .file(let path):
                 task = session.uploadTask(with: request, fromFile: URL(fileURLWithPath: path), completionHandler: handler)
+            case .multipart:
+                task = session.uploadTask(withStreamedRequest: request, completionHandler: handler)
             }
             box.task = task
             start(task, job: job, direction: plan.body.isEmpty ? .download : .upload)
