@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Transfer
 
 /// Ctrl-C and SIGTERM: the first signal cancels every running task (each
@@ -13,7 +12,7 @@ final class Interrupts: Sendable {
         var signals = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let queue = DispatchQueue(label: "transfer.cli.signals")
     /// The dispatch sources must stay alive; set once in `install`.
     private let sources = SourceList()

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Transfer
 
 /// `--metrics FILE|-`: one JSON object per finished transfer, one per line,
@@ -7,7 +6,7 @@ import Transfer
 final class MetricsWriter: Sendable {
     private let fd: Int32
     private let ownsFile: Bool
-    private let lock = Mutex(())
+    private let lock = Locked(())
 
     /// Opens `path` for appending (several runs can share one file of JSON
     /// lines, as scripts/demo.sh does), or stdout for `-`.

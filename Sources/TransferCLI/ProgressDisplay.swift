@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Transfer
 import TransferTerminal
 
@@ -31,7 +30,7 @@ enum ProgressStyle: Sendable, Equatable {
 final class ProgressDisplay: Sendable {
     private let style: ProgressStyle
     private let display: MultiProgressDisplay?
-    private let elements = Mutex<[Int: Element]>([:])
+    private let elements = Locked<[Int: Element]>([:])
 
     private struct Element: Sendable {
         var view: any TerminalElement

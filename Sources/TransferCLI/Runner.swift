@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Transfer
 
 /// Runs the jobs of a plan with bounded concurrency and turns their
@@ -370,7 +369,7 @@ final class Runner: Sendable {
 /// Lets a completion handler see the task it belongs to (set right after
 /// creation; a task of an invalidated session may complete before that).
 private final class TaskBox: Sendable {
-    private let value = Mutex<TransferTask?>(nil)
+    private let value = Locked<TransferTask?>(nil)
     var task: TransferTask? {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }

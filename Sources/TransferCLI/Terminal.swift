@@ -1,12 +1,11 @@
 import Foundation
-import Synchronization
 
 /// Writing to stdout and stderr with plain write(2): no Foundation buffering
 /// between body bytes and display, and one lock per stream so lines of
 /// parallel transfers never interleave.
 enum Terminal {
-    private static let stdoutLock = Mutex(())
-    private static let stderrLock = Mutex(())
+    private static let stdoutLock = Locked(())
+    private static let stderrLock = Locked(())
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
 
