@@ -306,7 +306,11 @@ public final class SessionManager: Sendable {
     func forget(_ task: TransferTask) {
         let lastAfterInvalidation = state.withLock { state -> Bool in
             state.tasks.removeValue(forKey: task.taskIdentifier)
-            state.adopted.removeValue(forKey: ObjectIdentifier(task))
+            // A data task that became a download keeps routing its engine
+            // events to the download task until that one completes.
+            if task is DownloadTask {
+                state.adopted = state.adopted.filter { $0.value !== task }
+            }
             return state.invalidated && state.tasks.isEmpty && !state.invalidationNotified
         }
         if lastAfterInvalidation { notifyInvalidation() }
@@ -341,7 +345,7 @@ public final class SessionManager: Sendable {
             spec.header_count = lines.count
         }
         var flags: UInt32 = 0
-        if configuration.followRedirects && hooks.taskWillPerformHTTPRedirection == nil {
+        if configuration.followRedirects && !handlesRedirectsManually {
             flags |= UInt32(CT_FLAG_FOLLOW_REDIRECTS)
         }
         if request.method == .head { flags |= UInt32(CT_FLAG_NO_BODY) }
@@ -366,6 +370,38 @@ public final class SessionManager: Sendable {
     }
 
     // MARK: - Events from tasks (delegate queue unless noted)
+
+    /// Redirects go through Swift when someone may want to see or change them.
+    var handlesRedirectsManually: Bool {
+        state.withLock { configuration.followRedirects && ($0.hooks.taskWillPerformHTTPRedirection != nil || $0.delegate != nil) }
+    }
+
+    /// 401 challenges go to a hook or the delegate when one is set.
+    var handlesChallenges: Bool {
+        state.withLock {
+            $0.hooks.taskDidReceiveChallenge != nil || $0.hooks.sessionDidReceiveChallenge != nil || $0.delegate != nil
+        }
+    }
+
+    /// The hook and the delegate, read once under the lock.
+    var observers: (hooks: SessionHooks, delegate: (any SessionDelegate)?) {
+        state.withLock { ($0.hooks, $0.delegate) }
+    }
+
+    func willPerformRedirection(task: TransferTask, response: HTTPResponse, newRequest: Request) -> Request? {
+        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        if let hook = hooks.taskWillPerformHTTPRedirection { return hook(self, task, response, newRequest) }
+        if let delegate { return delegate.session(self, task: task, willPerformRedirection: response, newRequest: newRequest) }
+        return newRequest
+    }
+
+    func didReceiveChallenge(task: TransferTask, challenge: AuthenticationChallenge) -> ChallengeDisposition {
+        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        if let hook = hooks.taskDidReceiveChallenge { return hook(self, task, challenge) }
+        if let hook = hooks.sessionDidReceiveChallenge { return hook(self, challenge) }
+        if let delegate { return delegate.session(self, task: task, didReceive: challenge) }
+        return .performDefaultHandling
+    }
 
     /// Any thread: the task was just started.
     func taskDidResume(_ task: TransferTask) {}
