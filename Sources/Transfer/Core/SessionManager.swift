@@ -18,7 +18,7 @@ public final class SessionManager: Sendable {
     let temporaryDirectory: URL
     /// Batches engine-thread events onto `delegateQueue`.
     let mailbox: Mailbox
-    private let state: Mutex<State>
+    private let state: Protected<State>
     private static let identifiers = Atomic<Int>(0)
 
     struct State {
@@ -45,7 +45,7 @@ public final class SessionManager: Sendable {
         mailbox = engine.mailbox
         temporaryDirectory = URL(fileURLWithPath: NSTemporaryDirectory())
             .appendingPathComponent("transfer-\(getpid())", isDirectory: true)
-        state = Mutex(State())
+        state = Protected(State())
         delegateQueue.setSpecific(key: queueKey, value: true)
     }
 

@@ -6,11 +6,11 @@ import Synchronization
 /// once at completion), or streamed in chunks when the session's
 /// `dataTaskDidReceiveData` hook is set.
 public class DataTask: TransferTask, @unchecked Sendable {
-    // @unchecked Sendable: as TransferTask; `chunks` is guarded by its Mutex.
+    // @unchecked Sendable: as TransferTask; `chunks` is guarded by its Protected lock.
     public typealias CompletionHandler = @Sendable (HTTPResponse?, Data?, TransferError?) -> Void
 
     let completionHandler: CompletionHandler?
-    private let chunks = Mutex<Data?>(nil)
+    private let chunks = Protected<Data?>(nil)
     private let streaming: Bool
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,

@@ -6,7 +6,7 @@ import Synchronization
 /// enters Swift. The file is written to a part file and moved into place
 /// atomically on success; on failure nothing is left at the destination.
 public final class DownloadTask: TransferTask, @unchecked Sendable {
-    // @unchecked Sendable: as TransferTask; `location` is guarded by its Mutex.
+    // @unchecked Sendable: as TransferTask; `location` is guarded by its Protected lock.
     public typealias Destination = @Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL
     public typealias CompletionHandler = @Sendable (HTTPResponse?, URL?, TransferError?) -> Void
 
@@ -17,7 +17,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     let resume: ResumeData?
     /// Where the engine writes when the destination is only known at the end.
     let temporaryPath: String
-    private let location = Mutex<URL?>(nil)
+    private let location = Protected<URL?>(nil)
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
          fixedDestination: URL?, destination: Destination?, resume: ResumeData?,
@@ -87,7 +87,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         }
     }
 
-    private let lastReported = Mutex<Int64>(0)
+    private let lastReported = Protected<Int64>(0)
 
     override func engineDidProgress(_ snapshot: ProgressSnapshot) {
         super.engineDidProgress(snapshot)

@@ -10,7 +10,7 @@ import Synchronization
 /// reflected in ``state``, in the notifications, and in observers, in order
 /// and exactly once.
 public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible, @unchecked Sendable {
-    // @unchecked Sendable: every mutable field lives in `core` (a Mutex); the
+    // @unchecked Sendable: every mutable field lives in `core` (a Protected lock); the
     // rest is immutable, and `counters` is written by the engine thread with
     // atomics and read here through ct_counters_* (atomic loads).
 
@@ -18,7 +18,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     public let originalRequest: Request
     let session: SessionManager
     let counters: UnsafeMutablePointer<ct_counters>
-    let core: Mutex<Core>
+    let core: Protected<Core>
     let delegate: TaskDelegate
 
     struct Core {
@@ -74,7 +74,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         counters = block!
         var initial = Core()
         initial.currentRequest = request
-        core = Mutex(initial)
+        core = Protected(initial)
     }
 
     deinit {
