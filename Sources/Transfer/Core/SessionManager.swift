@@ -140,6 +140,19 @@ public final class SessionManager: Sendable {
         dataTask(with: request, uploadProgress: nil, downloadProgress: nil, completionHandler: completionHandler)
     }
 
+    /// A data task that counts the response body and stores none of it: the
+    /// completion gets `nil` data; ``TransferTask/countOfBytesReceived`` says
+    /// how much arrived. For benchmarks and health checks.
+    public func discardingDataTask(with request: Request,
+                                   downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+                                   completionHandler: DataTask.CompletionHandler? = nil) -> DataTask
+    {
+        let delegate = TaskDelegate(uploadProgress: nil, downloadProgress: downloadProgress)
+        let task = DataTask(session: self, identifier: nextIdentifier(), request: request, delegate: delegate,
+                            discardsBody: true, completionHandler: completionHandler)
+        return register(task)
+    }
+
     /// An upload task whose body is read from `fileURL` in large blocks.
     public func uploadTask(with request: Request, fromFile fileURL: URL,
                            progress: (@Sendable (TransferProgress) -> Void)? = nil,
