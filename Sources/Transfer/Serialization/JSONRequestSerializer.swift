@@ -9,9 +9,9 @@ import Synchronization
 /// are set. Without ``JSONSerialization/WritingOptions/fragmentsAllowed`` the
 /// top level must be an array or an object, as `NSJSONSerialization` demands.
 open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
-    // @unchecked: `options` is a Mutex; the superclass guards its own state.
+    // @unchecked: `options` is a Protected lock; the superclass guards its own state.
 
-    private let options = Mutex<JSONSerialization.WritingOptions>([])
+    private let options = Protected<JSONSerialization.WritingOptions>([])
 
     public override init() { super.init() }
 

@@ -282,8 +282,8 @@ public struct MultipartFormData: Sendable {
 /// Hands a caller's `InputStream` to the first body stream that asks.
 final class OneShotInputStream: @unchecked Sendable {
     // @unchecked: `stream` is handed out by `take()` at most once, decided
-    // under the `claimed` Mutex, so no two threads ever use it.
-    private let claimed = Mutex(false)
+    // under the `claimed` lock, so no two threads ever use it.
+    private let claimed = Protected(false)
     private let stream: InputStream
 
     init(_ stream: InputStream) { self.stream = stream }

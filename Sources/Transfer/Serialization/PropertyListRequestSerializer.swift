@@ -8,13 +8,13 @@ import Synchronization
 /// still get a query string. A property list has no null, so parameters
 /// containing ``JSONValue/null`` are refused.
 open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
-    // @unchecked: `formatState` is a Mutex; the superclass guards its own state.
+    // @unchecked: `formatState` is a Protected lock; the superclass guards its own state.
 
-    private let formatState: Mutex<PropertyListSerialization.PropertyListFormat>
+    private let formatState: Protected<PropertyListSerialization.PropertyListFormat>
 
     /// - Parameter format: `.xml` (the default) or `.binary`; OpenStep cannot be written.
     public init(format: PropertyListSerialization.PropertyListFormat = .xml) {
-        formatState = Mutex(format)
+        formatState = Protected(format)
         super.init()
     }
 

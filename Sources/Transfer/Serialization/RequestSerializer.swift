@@ -34,8 +34,8 @@ public protocol RequestSerializer: Sendable {
 /// read and write from any thread. Subclasses override
 /// ``request(bySerializing:parameters:)``.
 open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
-    // @unchecked: all mutable state is in `state`, a Mutex; subclasses keep
-    // theirs behind their own Mutex too.
+    // @unchecked: all mutable state is in `state`, a Protected lock; subclasses keep
+    // theirs behind their own lock too.
 
     /// Replaces the built-in query-string encoding: receives the request and
     /// the parameters, returns the query (or form body) text. Errors other
@@ -52,7 +52,7 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
         var queryStringSerialization: QueryStringSerialization?
     }
 
-    private let state: Mutex<Configuration>
+    private let state: Protected<Configuration>
 
     /// A serializer with the default headers (``defaultAcceptLanguage`` and
     /// ``defaultUserAgent``) and AFNetworking's defaults.
@@ -60,7 +60,7 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
         var headers = HTTPHeaders()
         headers["Accept-Language"] = Self.defaultAcceptLanguage
         headers["User-Agent"] = Self.defaultUserAgent
-        state = Mutex(Configuration(headers: headers))
+        state = Protected(Configuration(headers: headers))
     }
 
     var configuration: Configuration { state.withLock { $0 } }
