@@ -1052,7 +1052,7 @@ ct_code ct_trust_anchors_create_from_ders(const uint8_t *const *ders,
   X509_STORE *store = NULL;
   ct_code rc;
 
-  if(!ders || !lengths || !out)
+  if(!out || (count && (!ders || !lengths)))
     return CT_E_INVALID_ARGUMENT;
   *out = NULL;
   list.count = count;

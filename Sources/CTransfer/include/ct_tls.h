@@ -179,10 +179,11 @@ ct_code ct_trust_anchors_create_from_file(const char *_Nonnull path,
                                           struct ct_trust_anchors
                                           *_Nullable *_Nonnull out,
                                           char *_Nullable errbuf);
-/* The given DER certificates (copied). */
+/* The given DER certificates (copied); none (count 0, NULL arrays) gives
+ * an empty set that trusts nothing. */
 ct_code ct_trust_anchors_create_from_ders(const uint8_t *_Nonnull const
-                                          *_Nonnull ders,
-                                          const size_t *_Nonnull lengths,
+                                          *_Nullable ders,
+                                          const size_t *_Nullable lengths,
                                           size_t count,
                                           struct ct_trust_anchors
                                           *_Nullable *_Nonnull out,
