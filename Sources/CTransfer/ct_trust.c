@@ -1283,7 +1283,11 @@ ct_code ct_cert_info(const uint8_t *der, size_t length,
   out->not_before_unix = asn1_unix(X509_get0_notBefore(x));
   out->not_after_unix = asn1_unix(X509_get0_notAfter(x));
   out->is_ca = X509_check_ca(x) > 0;
-  out->self_signed = X509_check_issued(x, x) == X509_V_OK;
+  /* not X509_check_issued(): it also wants keyCertSign, which a
+   * self-signed server certificate often lacks */
+  out->self_signed = !X509_NAME_cmp(X509_get_subject_name(x),
+                                    X509_get_issuer_name(x)) &&
+                     X509_verify(x, X509_get0_pubkey(x)) == 1;
   X509_free(x);
   ERR_clear_error();
   return CT_OK;
