@@ -300,7 +300,8 @@ public final class OpenSSLServer: Sendable {
             }
         }
         guard let found else {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
             let log = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             throw CertificateFactoryError(description: "openssl s_server did not start: \(log)")
         }
@@ -314,7 +315,9 @@ public final class OpenSSLServer: Sendable {
 
     public func stop() {
         if process.isRunning {
-            process.terminate()
+            // SIGKILL, not terminate(): the child inherits the test runner's signal mask, in
+            // which SIGTERM is blocked, so SIGTERM would never arrive.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: outputFile)
