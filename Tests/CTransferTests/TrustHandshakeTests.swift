@@ -354,3 +354,66 @@ struct TrustHostRuleHandshakeTests {
         #expect(reportOnlySingle.0 == CT_OK)
     }
 }
+
+@Suite("Redirect hops through the trust hook")
+struct TrustRedirectHandshakeTests {
+    /// A trusted `localhost` server whose `/redir` answers 302 to `target`.
+    func redirector(to target: String) throws -> (OpenSSLServer, URL) {
+        let pki = try CertificateFactory.shared()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("redir-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let response = "HTTP/1.0 302 Found\r\nLocation: \(target)\r\nContent-Length: 0\r\n\r\n"
+        try response.write(to: dir.appendingPathComponent("redir"), atomically: true, encoding: .utf8)
+        let server = try OpenSSLServer(certificateFile: try pki.serverChainFile(for: pki.leaf), keyFile: pki.leaf.keyFile,
+                                       mode: "-HTTP", workingDirectory: dir)
+        return (server, dir)
+    }
+
+    func follow(_ url: String, policy: PolicyHandle? = nil) throws -> ct_trust_probe_result {
+        var result = ct_trust_probe_result()
+        _ = ct_trust_probe(policy?.pointer, url, try CertificateFactory.shared().root.certificateFile.path, 0, 1,
+                           10_000, &result)
+        return result
+    }
+
+    @Test("a redirect from a trusted host to an expired one is refused at the second handshake")
+    func redirectToExpired() throws {
+        let bad = try server(\.expiredLeaf)
+        defer { bad.stop() }
+        let (good, dir) = try redirector(to: bad.url(host: "127.0.0.1"))
+        defer {
+            good.stop()
+            try? FileManager.default.removeItem(at: dir)
+        }
+
+        let result = try follow(good.url() + "redir")
+
+        #expect(result.code == CT_E_TLS, "\(cText(result.message))")
+        #expect(result.handshakes == 2)
+        #expect(result.verify_error == 10)
+    }
+
+    @Test("a per-host rule applies to the redirect target's host, not the first host")
+    func redirectHostRule() throws {
+        let pki = try CertificateFactory.shared()
+        let target = try server(\.leaf)
+        defer { target.stop() }
+        let (origin, dir) = try redirector(to: target.url(host: "127.0.0.1"))
+        defer {
+            origin.stop()
+            try? FileManager.default.removeItem(at: dir)
+        }
+        let policy = try PolicyHandle()
+        #expect(policy.addRule("127.0.0.1", pins: [spki(pki.otherRoot), otherPin]).0 == CT_OK)
+        let unpinned = try PolicyHandle()
+
+        let refused = try follow(origin.url() + "redir", policy: policy)
+        let allowed = try follow(origin.url() + "redir", policy: unpinned)
+
+        #expect(refused.code == CT_E_SERVER_TRUST, "\(cText(refused.message))")
+        #expect(refused.handshakes == 2)
+        #expect(allowed.code == CT_OK, "\(cText(allowed.message))")
+        #expect(allowed.handshakes == 2)
+        #expect(allowed.http_status == 200)
+    }
+}

@@ -258,7 +258,11 @@ public final class OpenSSLServer: Sendable {
     ///   - certificateFile: PEM file whose first certificate is the leaf; the others are sent as the chain.
     ///   - keyFile: the leaf's private key.
     ///   - extraArguments: more `s_server` options (e.g. `["-tls1_2"]`).
-    public init(certificateFile: URL, keyFile: URL, extraArguments: [String] = []) throws {
+    ///   - mode: `-www` (a status page for any request) or `-HTTP` (serves `./path` from
+    ///     `workingDirectory`, the file holding the whole HTTP response, headers included).
+    ///   - workingDirectory: where `-HTTP` looks for files.
+    public init(certificateFile: URL, keyFile: URL, extraArguments: [String] = [], mode: String = "-www",
+                workingDirectory: URL? = nil) throws {
         let process = Process()
         process.executableURL = try CertificateFactory.opensslExecutable()
         let output = FileManager.default.temporaryDirectory
@@ -278,7 +282,8 @@ public final class OpenSSLServer: Sendable {
                 chainArgs = ["-cert_chain", chainOnly.path]
             }
         }
-        process.arguments = ["s_server", "-www", "-accept", "127.0.0.1:0", "-cert", certificateFile.path,
+        if let workingDirectory { process.currentDirectoryURL = workingDirectory }
+        process.arguments = ["s_server", mode, "-accept", "127.0.0.1:0", "-cert", certificateFile.path,
                              "-key", keyFile.path] + chainArgs + extraArguments
         process.standardOutput = handle
         process.standardError = handle
