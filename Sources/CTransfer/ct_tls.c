@@ -246,6 +246,7 @@ static int verify_cb(X509_STORE_CTX *sctx, void *arg)
   X509 *leaf = X509_STORE_CTX_get0_cert(sctx);
   struct cti_trust_outcome o;
   struct cti_report_target target;
+  int32_t reason;
 
   if(c->insecure) {
     write_verdict(c->verdict, CT_TLS_OK, 0, "");
@@ -261,6 +262,19 @@ static int verify_cb(X509_STORE_CTX *sctx, void *arg)
   target.port = c->port;
   cti_trust_check(c->policy, leaf, X509_STORE_CTX_get0_untrusted(sctx),
                   c->anchors, c->host, 0, &target, &o);
+  reason = cti_trust_challenge(c->policy, leaf,
+                               X509_STORE_CTX_get0_untrusted(sctx), c->host,
+                               c->port, &o);
+  if(reason != o.reason) {
+    o.reason = reason;
+    if(reason == CT_TLS_OK) {
+      o.verify_error = 0;
+      o.message[0] = '\0';
+    }
+    else if(reason == CT_TLS_REJECTED_BY_DELEGATE)
+      snprintf(o.message, sizeof(o.message), "%s",
+               "the server-trust challenge handler refused the server");
+  }
   write_verdict(c->verdict, o.reason, o.verify_error, o.message);
   if(o.reason != CT_TLS_OK) {
     X509_STORE_CTX_set_error(sctx, o.verify_error ? o.verify_error :

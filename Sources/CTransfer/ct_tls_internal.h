@@ -93,6 +93,15 @@ void cti_trust_check(const struct ct_trust_policy *_Nullable policy,
                      const struct cti_report_target *_Nullable report,
                      struct cti_trust_outcome *_Nonnull out);
 
+/* Run the policy's challenge handler (if any) on a handshake's outcome;
+ * returns the final ct_tls_reason. Loop thread. */
+int32_t cti_trust_challenge(const struct ct_trust_policy *_Nullable policy,
+                            X509 *_Nonnull leaf,
+                            STACK_OF(X509) *_Nullable untrusted,
+                            const char *_Nonnull host, int32_t port,
+                            const struct cti_trust_outcome *_Nonnull
+                            outcome);
+
 /* Freeze a policy (setters refuse afterwards). */
 void cti_trust_policy_freeze(struct ct_trust_policy *_Nonnull policy);
 

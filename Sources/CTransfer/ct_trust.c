@@ -56,6 +56,9 @@ struct ct_trust_policy {
   ct_pin_report_fn report_fn;
   void *report_ctx;
   void (*report_release)(void *ctx);
+  ct_trust_challenge_fn challenge_fn;
+  void *challenge_ctx;
+  void (*challenge_release)(void *ctx);
 };
 
 struct ct_trust_anchors {
@@ -67,6 +70,9 @@ void cti_tls_err(char *errbuf, const char *msg)
   if(errbuf)
     snprintf(errbuf, 256, "%s", msg);
 }
+
+static STACK_OF(X509) *pin_chain(STACK_OF(X509) *validated, X509 *leaf,
+                                 STACK_OF(X509) *untrusted);
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -268,6 +274,8 @@ void ct_trust_policy_release(struct ct_trust_policy *p)
     return;
   if(p->report_release)
     p->report_release(p->report_ctx);
+  if(p->challenge_release)
+    p->challenge_release(p->challenge_ctx);
   for(i = 0; i < p->rule_count; i++)
     free_rule(&p->rules[i]);
   free(p->rules);
@@ -553,6 +561,74 @@ ct_code ct_trust_policy_set_report_handler(struct ct_trust_policy *p,
   p->report_ctx = ctx;
   p->report_release = release_ctx;
   return CT_OK;
+}
+
+ct_code ct_trust_policy_set_challenge_handler(struct ct_trust_policy *p,
+                                              ct_trust_challenge_fn fn,
+                                              void *ctx,
+                                              void (*release_ctx)(void *))
+{
+  if(!p || is_frozen(p))
+    return CT_E_INVALID_ARGUMENT;
+  if(p->challenge_release)
+    p->challenge_release(p->challenge_ctx);
+  p->challenge_fn = fn;
+  p->challenge_ctx = ctx;
+  p->challenge_release = release_ctx;
+  return CT_OK;
+}
+
+int32_t cti_trust_challenge(const struct ct_trust_policy *p, X509 *leaf,
+                            STACK_OF(X509) *untrusted, const char *host,
+                            int32_t port,
+                            const struct cti_trust_outcome *outcome)
+{
+  struct ct_trust_challenge ch;
+  STACK_OF(X509) *chain = NULL;
+  unsigned char **ders = NULL;
+  size_t *lengths = NULL;
+  int n;
+  int i;
+  int count = 0;
+  int32_t reason = outcome->reason;
+
+  if(!p || !p->challenge_fn)
+    return reason;
+  chain = pin_chain(NULL, leaf, untrusted);
+  n = chain ? sk_X509_num(chain) : 0;
+  ders = calloc(n ? (size_t)n : 1, sizeof(*ders));
+  lengths = calloc(n ? (size_t)n : 1, sizeof(*lengths));
+  if(!chain || !ders || !lengths)
+    goto out;                          /* no memory: default handling */
+  for(i = 0; i < n; i++) {
+    int len = i2d_X509(sk_X509_value(chain, i), &ders[count]);
+    if(len > 0)
+      lengths[count++] = (size_t)len;
+    else
+      ders[count] = NULL;
+  }
+  memset(&ch, 0, sizeof(ch));
+  ch.host = host;
+  ch.port = port;
+  ch.chain_ders = (const uint8_t *const *)ders;
+  ch.chain_lengths = lengths;
+  ch.chain_count = (size_t)count;
+  ch.proposed_reason = outcome->reason;
+  ch.verify_error = outcome->verify_error;
+  ch.message = outcome->message;
+  reason = p->challenge_fn(p->challenge_ctx, &ch);
+out:
+  for(i = 0; i < count; i++)
+    OPENSSL_free(ders[i]);
+  free(ders);
+  free(lengths);
+  sk_X509_free(chain);
+  return reason;
+}
+
+ct_chain_problem ct_chain_problem_from_verify_error(int32_t verify_error)
+{
+  return (ct_chain_problem)cti_chain_problem(verify_error);
 }
 
 /* ---- host patterns ------------------------------------------------------- */

@@ -37,7 +37,8 @@ static size_t discard(char *ptr, size_t size, size_t n, void *arg)
 
 static ct_code code_for(CURLcode cc, int32_t reason)
 {
-  if(reason == CT_TLS_NO_PIN_MATCHED || reason == CT_TLS_POLICY_INVALID)
+  if(reason == CT_TLS_NO_PIN_MATCHED || reason == CT_TLS_POLICY_INVALID ||
+     reason == CT_TLS_REJECTED_BY_DELEGATE)
     return CT_E_SERVER_TRUST;
   if(reason == CT_TLS_CHAIN_INVALID || reason == CT_TLS_HOSTNAME_MISMATCH)
     return CT_E_TLS;

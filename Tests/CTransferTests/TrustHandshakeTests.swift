@@ -417,3 +417,64 @@ struct TrustRedirectHandshakeTests {
         #expect(allowed.http_status == 200)
     }
 }
+
+/// Records challenges and answers them with a fixed reason.
+final class ChallengeAnswer: Sendable {
+    let answer: ct_tls_reason
+    let seen = Mutex<[(host: String, chain: Int, proposed: Int32)]>([])
+
+    init(_ answer: ct_tls_reason) { self.answer = answer }
+
+    func install(on policy: PolicyHandle) {
+        let rc = ct_trust_policy_set_challenge_handler(
+            policy.pointer,
+            { ctx, challenge in
+                let me = Unmanaged<ChallengeAnswer>.fromOpaque(ctx!).takeUnretainedValue()
+                let c = challenge.pointee
+                me.seen.withLock { $0.append((String(cString: c.host), c.chain_count, c.proposed_reason)) }
+                return Int32(me.answer.rawValue)
+            },
+            Unmanaged.passRetained(self).toOpaque(),
+            { ctx in Unmanaged<ChallengeAnswer>.fromOpaque(ctx!).release() })
+        #expect(rc == CT_OK)
+    }
+}
+
+@Suite("Server-trust challenge handler in the handshake")
+struct TrustChallengeHandshakeTests {
+    @Test("answering 'use credential' trusts a self-signed server the policy refused")
+    func useCredential() throws {
+        let s = try server(\.selfSigned, chain: false)
+        defer { s.stop() }
+        let policy = try PolicyHandle()
+        let handler = ChallengeAnswer(CT_TLS_OK)
+        handler.install(on: policy)
+
+        let result = probe(s.url(), policy: policy)
+
+        #expect(result.code == CT_OK, "\(cText(result.message))")
+        let seen = handler.seen.withLock { $0 }
+        #expect(seen.count == 1)
+        #expect(seen.first?.host == "localhost")
+        #expect(seen.first?.chain == 1)
+        #expect(seen.first?.proposed == Int32(CT_TLS_CHAIN_INVALID.rawValue))
+    }
+
+    @Test("answering 'cancel' refuses a server the policy trusted")
+    func cancel() throws {
+        let pki = try CertificateFactory.shared()
+        let s = try server(\.leaf)
+        defer { s.stop() }
+        let policy = try PolicyHandle()
+        let handler = ChallengeAnswer(CT_TLS_REJECTED_BY_DELEGATE)
+        handler.install(on: policy)
+
+        let result = probe(s.url(), policy: policy, caFile: pki.root.certificateFile)
+
+        #expect(result.code == CT_E_SERVER_TRUST)
+        #expect(result.reason == Int32(CT_TLS_REJECTED_BY_DELEGATE.rawValue))
+        #expect(result.http_status == 0)
+        #expect(handler.seen.withLock { $0.first?.proposed } == Int32(CT_TLS_OK.rawValue))
+        #expect(handler.seen.withLock { $0.first?.chain } == 2)
+    }
+}

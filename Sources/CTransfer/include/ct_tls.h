@@ -153,6 +153,42 @@ ct_code ct_trust_policy_set_report_handler(struct ct_trust_policy *_Nonnull
                                            void (*_Nullable release_ctx)
                                            (void *_Nullable ctx));
 
+/* A server-trust challenge: the chain a handshake presented and what the
+ * policy decided. Valid only during the callback. */
+struct ct_trust_challenge {
+  const char *_Nonnull host;
+  int32_t port;                        /* 0 when unknown */
+  const uint8_t *_Nonnull const *_Nonnull chain_ders;  /* leaf first */
+  const size_t *_Nonnull chain_lengths;
+  size_t chain_count;
+  int32_t proposed_reason;             /* the policy's ct_tls_reason */
+  int32_t verify_error;
+  const char *_Nonnull message;
+};
+
+/* Returns the final ct_tls_reason: `proposed_reason` for the default
+ * handling, CT_TLS_OK to trust the server anyway ("use credential"),
+ * CT_TLS_REJECTED_BY_DELEGATE to refuse it ("cancel"/"reject"). */
+typedef int32_t (*ct_trust_challenge_fn)(void *_Nullable ctx,
+                                         const struct ct_trust_challenge
+                                         *_Nonnull challenge);
+
+/**
+ * Ask `fn` about every TLS handshake (AFURLSessionManager's server-trust
+ * authentication challenge). It runs on the loop thread in the middle of
+ * the handshake and blocks the loop while it runs: answer from state you
+ * already have, never wait on another thread that may wait on the loop.
+ * `ctx` is owned by the policy like the report handler's. Not called for
+ * insecure transfers nor by ct_trust_evaluate().
+ */
+ct_code ct_trust_policy_set_challenge_handler(struct ct_trust_policy
+                                              *_Nonnull policy,
+                                              ct_trust_challenge_fn
+                                              _Nullable fn,
+                                              void *_Nullable ctx,
+                                              void (*_Nullable release_ctx)
+                                              (void *_Nullable ctx));
+
 /**
  * Install `policy` (retained; NULL removes it) for the loop's new TLS
  * connections. Connections already open keep the policy they were checked
@@ -200,6 +236,9 @@ typedef enum ct_chain_problem {
   CT_CHAIN_BAD_SIGNATURE = 5,
   CT_CHAIN_OTHER = 6
 } ct_chain_problem;
+
+/* X509_V_ERR_* (ct_result.verify_error) -> ct_chain_problem. */
+ct_chain_problem ct_chain_problem_from_verify_error(int32_t verify_error);
 
 struct ct_trust_result {
   int32_t reason;          /* ct_tls_reason */

@@ -13,6 +13,8 @@ public enum TrustEvaluation: Sendable, Hashable, CustomStringConvertible {
     /// The policy itself is refused, e.g. validating the domain name while allowing invalid
     /// certificates without pins (as AFSecurityPolicy refuses it).
     case policyInvalid(reason: String)
+    /// A server-trust challenge handler refused the server.
+    case rejectedByChallengeHandler
 
     public var isValid: Bool { self == .valid }
 
@@ -23,6 +25,7 @@ public enum TrustEvaluation: Sendable, Hashable, CustomStringConvertible {
         case .hostnameMismatch(let host): "the certificate does not match \(host)"
         case .noPinMatched(let reason): "no pin matched: \(reason)"
         case .policyInvalid(let reason): "policy invalid: \(reason)"
+        case .rejectedByChallengeHandler: "refused by the server-trust challenge handler"
         }
     }
 
@@ -34,6 +37,7 @@ public enum TrustEvaluation: Sendable, Hashable, CustomStringConvertible {
         case .hostnameMismatch: Int32(CT_TLS_HOSTNAME_MISMATCH.rawValue)
         case .noPinMatched: Int32(CT_TLS_NO_PIN_MATCHED.rawValue)
         case .policyInvalid: Int32(CT_TLS_POLICY_INVALID.rawValue)
+        case .rejectedByChallengeHandler: Int32(CT_TLS_REJECTED_BY_DELEGATE.rawValue)
         }
     }
 }
@@ -74,5 +78,50 @@ public struct ChainFailure: Sendable, Hashable {
             default: .other
             }
         self.init(kind: kind, verifyError: verifyError, message: message)
+    }
+}
+
+/// Why the engine refused a server (``TransferError/tlsReason``).
+public enum TrustFailureReason: Int32, Sendable, Hashable {
+    case chainInvalid = 1
+    case hostnameMismatch = 2
+    case noPinMatched = 3
+    case policyInvalid = 4
+    case rejectedByDelegate = 5
+    /// The handshake failed before the chain could be evaluated.
+    case handshake = 6
+}
+
+extension TransferError {
+    /// ``tlsReason`` as a ``TrustFailureReason``; nil when trust was not the cause.
+    public var trustFailureReason: TrustFailureReason? {
+        tlsReason.flatMap(TrustFailureReason.init(rawValue:))
+    }
+
+    /// The refusal as a ``TrustEvaluation`` (nil when trust was not the cause).
+    public var trustEvaluation: TrustEvaluation? {
+        guard let reason = trustFailureReason else { return nil }
+        return TrustEvaluation(reason: reason, verifyError: verifyError ?? 0, message: message,
+                               host: url?.host ?? "")
+    }
+}
+
+extension TrustEvaluation {
+    /// Rebuilds an evaluation from the engine's numbers (`ct_result.tls_reason`, `verify_error`).
+    init(reason: TrustFailureReason, verifyError: Int32, message: String, host: String) {
+        switch reason {
+        case .hostnameMismatch:
+            self = .hostnameMismatch(host: host)
+        case .noPinMatched:
+            self = .noPinMatched(reason: message)
+        case .rejectedByDelegate:
+            self = .rejectedByChallengeHandler
+        case .policyInvalid:
+            self = .policyInvalid(reason: message)
+        case .chainInvalid, .handshake:
+            self = .chainInvalid(
+                ChainFailure(problem: Int32(ct_chain_problem_from_verify_error(verifyError).rawValue),
+                             verifyError: verifyError, message: message))
+        }
     }
 }
