@@ -12,6 +12,39 @@
 #include <time.h>
 #include <openssl/x509.h>
 
+/*
+ * How the engine uses this (ct_loop.c / ct_transfer.c):
+ *
+ *   loop create:   cti_tls_state_create(cfg->ca_file, &loop->tls, errbuf)
+ *   policy change: cti_tls_state_set_policy(loop->tls, policy), on the loop
+ *                  thread; then close idle connections and stop resuming
+ *                  TLS sessions made before (a resumed session skips the
+ *                  certificate, so the new policy would never see it):
+ *                  compare cti_tls_state_generation() and, e.g., recreate
+ *                  the share handle's SSL_SESSION cache.
+ *   each easy:     CURLOPT_SSL_VERIFYPEER 0, CURLOPT_SSL_VERIFYHOST 0,
+ *                  CURLOPT_CAPATH NULL, CURLOPT_CAINFO NULL (or the
+ *                  transfer's ca_file: that keeps its connections and
+ *                  sessions apart from the others', since curl matches
+ *                  pooled connections on CAfile), CURLOPT_SSL_CTX_FUNCTION
+ *                  calling
+ *                    cti_tls_configure_ctx(loop->tls, ssl_ctx, easy,
+ *                        t->ca_file, t->flags & CT_FLAG_INSECURE,
+ *                        &t->verdict)
+ *                  Insecure transfers must not share: CURLOPT_FRESH_CONNECT
+ *                  1, CURLOPT_FORBID_REUSE 1, CURLOPT_SSL_SESSIONID_CACHE 0
+ *                  (curl cannot tell them apart: VERIFYPEER is 0 for all).
+ *   start:         memset(&t->verdict, 0, sizeof(t->verdict))
+ *   finish:        if t->verdict.reason != CT_TLS_OK the verdict wins over
+ *                  the CURLcode (CURLE_SSL_CONNECT_ERROR or
+ *                  CURLE_PEER_FAILED_VERIFICATION):
+ *                    NO_PIN_MATCHED, POLICY_INVALID, REJECTED_BY_DELEGATE
+ *                      -> CT_E_SERVER_TRUST
+ *                    CHAIN_INVALID, HOSTNAME_MISMATCH, HANDSHAKE -> CT_E_TLS
+ *                  and tls_reason, verify_error, message are copied into
+ *                  ct_result. ct_trust_probe.c does exactly this.
+ */
+
 /* One per loop: the shared trust anchors, a cache of per-transfer CA files
  * and the current policy. Created on any thread, then loop thread only. */
 struct cti_tls_state;

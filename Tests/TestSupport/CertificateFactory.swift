@@ -35,6 +35,17 @@ public struct CertificateFactoryError: Error, CustomStringConvertible {
 ///
 /// Evaluate with ``evaluationDate`` (2026-06-01) so the results do not depend on the clock; the
 /// validity windows above also make the same results hold "now" until 2035.
+///
+/// The nginx matrix (issue 5) reuses this set: for each server certificate, one nginx `server`
+/// block on its own free port with
+/// `ssl_certificate <serverChainFile(for: cert)>` (or `cert.certificateFile` for an incomplete
+/// chain), `ssl_certificate_key <cert.keyFile>`, `listen 127.0.0.1:<port> ssl http2;`, plus one
+/// block whose `location /redir { return 302 https://127.0.0.1:<bad port>/; }` sends a trusted
+/// host to an untrusted one. Then run every case of `SecurityPolicyEvaluationTests` through a
+/// session (mode × allowInvalid × validatesDomainName × HTTP/1.1 and HTTP/2) with the session's
+/// CA file set to `root.certificateFile`, and expect `.tlsFailure` for chain/hostname refusals and
+/// `.serverTrustRejected` for pin refusals, with `tlsReason` as `evaluate` predicts.
+/// `OpenSSLServer` (below) is the dependency-free peer for the same checks over HTTP/1.1.
 public final class CertificateFactory: Sendable {
     public static let evaluationDate = Date(timeIntervalSince1970: 1_780_272_000)  // 2026-06-01T00:00:00Z
 
