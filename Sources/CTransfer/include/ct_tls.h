@@ -317,6 +317,7 @@ struct ct_trust_probe_result {
  * diagnostics and the CLI. `ca_file` NULL uses the system anchors;
  * `follow_redirects` follows up to 5; `timeout_ms` 0 means 10 s. The body
  * is discarded. Returns the transfer's ct_code (also in `out->code`).
+ * Like a loop, the probe freezes `policy` (its setters refuse afterwards).
  */
 ct_code ct_trust_probe(struct ct_trust_policy *_Nullable policy,
                        const char *_Nonnull url,

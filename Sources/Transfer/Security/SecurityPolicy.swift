@@ -88,12 +88,7 @@ public struct SecurityPolicy: Sendable {
         } catch {
             return .policyInvalid(reason: error.message)
         }
-        let anchors: TrustAnchors?
-        if let given = serverTrust.anchors {
-            anchors = given
-        } else {
-            anchors = nil  // the engine's process-wide system store
-        }
+        let anchors = serverTrust.anchors  // nil: the engine's process-wide system store
         var result = ct_trust_result()
         let time = serverTrust.evaluationDate.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? 0
         let rc = withDERArrays(serverTrust.certificates.map(\.derData)) { ders, lengths, count -> ct_code in
