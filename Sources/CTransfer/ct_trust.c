@@ -74,7 +74,7 @@ void cti_tls_err(char *errbuf, const char *msg)
 static STACK_OF(X509) *pin_chain(STACK_OF(X509) *validated, X509 *leaf,
                                  STACK_OF(X509) *untrusted);
 
-/* ---- small helpers ------------------------------------------------------ */
+/* ---- small helpers --- */
 
 static int spki_sha256(X509 *cert, unsigned char out[SPKI_LEN])
 {
@@ -198,7 +198,7 @@ int32_t cti_chain_problem(int err)
   }
 }
 
-/* ---- the system store --------------------------------------------------- */
+/* ---- the system store --- */
 
 static pthread_once_t system_once = PTHREAD_ONCE_INIT;
 static X509_STORE *system_store;
@@ -221,7 +221,7 @@ X509_STORE *cti_trust_system_store(void)
   return system_store;
 }
 
-/* ---- policy -------------------------------------------------------------- */
+/* ---- policy --- */
 
 ct_code ct_trust_policy_create(struct ct_trust_policy **out)
 {
@@ -631,7 +631,7 @@ ct_chain_problem ct_chain_problem_from_verify_error(int32_t verify_error)
   return (ct_chain_problem)cti_chain_problem(verify_error);
 }
 
-/* ---- host patterns ------------------------------------------------------- */
+/* ---- host patterns --- */
 
 /* `host` is lower case without a trailing dot. */
 static int pattern_matches(const char *pattern, const char *host,
@@ -689,7 +689,7 @@ static const struct host_rule *find_rule(const struct ct_trust_policy *p,
   return found;
 }
 
-/* ---- evaluation ---------------------------------------------------------- */
+/* ---- evaluation --- */
 
 /* Verify `leaf` against `store`. On success `*chain` is the validated
  * chain (caller frees); else `*err` is the X509_V_ERR_*. */
@@ -974,7 +974,7 @@ done:
   sk_X509_pop_free(validated, X509_free);
 }
 
-/* ---- anchors ------------------------------------------------------------- */
+/* ---- anchors --- */
 
 static ct_code anchors_wrap(X509_STORE *store, struct ct_trust_anchors **out)
 {
@@ -1150,7 +1150,7 @@ void ct_trust_anchors_destroy(struct ct_trust_anchors *a)
   free(a);
 }
 
-/* ---- evaluation without a connection ------------------------------------ */
+/* ---- evaluation without a connection --- */
 
 ct_code ct_trust_evaluate(const struct ct_trust_policy *policy,
                           const uint8_t *const *ders, const size_t *lengths,
@@ -1206,7 +1206,7 @@ out:
   return rc;
 }
 
-/* ---- certificate helpers ------------------------------------------------- */
+/* ---- certificate helpers --- */
 
 void ct_der_list_free(struct ct_der_list *list)
 {

@@ -45,7 +45,8 @@ struct ct_trust_policy;
 
 /* Create an empty policy (mode none, validates domain, invalid refused).
  * On CT_OK the caller owns one reference. Any thread. */
-ct_code ct_trust_policy_create(struct ct_trust_policy *_Nullable *_Nonnull out);
+ct_code ct_trust_policy_create(struct ct_trust_policy *_Nullable
+                               *_Nonnull out);
 /* Reference counting; atomic, any thread. Release accepts NULL. */
 void ct_trust_policy_retain(struct ct_trust_policy *_Nonnull policy);
 void ct_trust_policy_release(struct ct_trust_policy *_Nullable policy);
