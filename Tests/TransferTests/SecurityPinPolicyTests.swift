@@ -115,6 +115,12 @@ struct SecurityPinPolicyTests {
             #expect(error.code == .invalidRequest)
             #expect(error.message.contains("at least two pins"))
         }
+        var whole = SecurityPolicy.defaultPolicy
+        whole.pinPolicy = PinPolicy(rules: [single])
+        #expect(throws: TransferError.self) { try whole.validate() }
+        whole.pinnedPublicKeyHashes = ["nope"]
+        whole.pinPolicy = nil
+        #expect(throws: TransferError.self) { try whole.validate() }
         var reportOnly = single
         reportOnly.enforcement = .reportOnly
         try reportOnly.validate()

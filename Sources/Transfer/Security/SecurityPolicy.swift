@@ -114,6 +114,14 @@ public struct SecurityPolicy: Sendable {
         }
     }
 
+    /// Checks what can be checked before any connection: pinned keys, host rule patterns and the
+    /// backup-pin rule. (The AFNetworking rule on allowing invalid certificates depends on the
+    /// domain, so it is reported by ``evaluate(serverTrust:forDomain:)`` and the handshake.)
+    /// - Throws: `TransferError.invalidRequest` with the reason.
+    public func validate() throws(TransferError) {
+        _ = try makeEnginePolicy(withReports: false)
+    }
+
     /// AFNetworking's `evaluateServerTrust:forDomain:` as a Bool.
     public func isTrusted(serverTrust: ServerTrust, forDomain domain: String?) -> Bool {
         evaluate(serverTrust: serverTrust, forDomain: domain).isValid
