@@ -256,3 +256,25 @@ struct SecurityCertificateTests {
         }
     }
 }
+
+@Suite("Trust failure reasons on TransferError")
+struct SecurityTransferErrorTests {
+    @Test("the engine's reason and verify error turn back into a TrustEvaluation")
+    func mapping() {
+        var expired = TransferError(.tlsFailure, "certificate has expired", url: URL(string: "https://example.test/x"))
+        expired.tlsReason = 1
+        expired.verifyError = 10
+        var host = TransferError(.tlsFailure, "mismatch", url: URL(string: "https://example.test/x"))
+        host.tlsReason = 2
+        var rejected = TransferError(.serverTrustRejected, "refused")
+        rejected.tlsReason = 5
+        let unrelated = TransferError(.timedOut, "slow")
+
+        #expect(chainKind(expired.trustEvaluation ?? .valid) == .expired)
+        #expect(host.trustEvaluation == .hostnameMismatch(host: "example.test"))
+        #expect(rejected.trustFailureReason == .rejectedByDelegate)
+        #expect(rejected.trustEvaluation == .rejectedByChallengeHandler)
+        #expect(unrelated.trustEvaluation == nil)
+        #expect(TrustEvaluation.noPinMatched(reason: "x").reasonCode == 3)
+    }
+}
