@@ -166,25 +166,22 @@ public final class NginxFixture: Sendable {
 
         // The watchdog pipe: the wrapper reads its end as stdin and stops nginx at end of
         // file, which comes when we close the write end or when this process dies.
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw TestSupportError.posix("pipe") }
-        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        let pipe = try Spawn.pipe()
+        let fds = [pipe.read, pipe.write]
         let wrapper: pid_t
         do {
-            wrapper = try spawnWrapper(
-                arguments: [script, "run", directory.path], stdin: fds[0],
-                log: directory.path + "/logs/stdout.log")
+            let log = directory.path + "/logs/stdout.log"
+            wrapper = try Spawn.start(
+                "/bin/sh", [script, "run", directory.path],
+                environment: ["NGINX": nginxPath, "FIXTURE_REMOVE_DIR": "1"], stdin: .descriptor(fds[0]),
+                stdout: .appending(log), stderr: .appending(log))
         } catch {
             close(fds[0])
             close(fds[1])
             throw error
         }
         close(fds[0])
-        let exited = { () -> Bool in
-            var status: Int32 = 0
-            return waitpid(wrapper, &status, WNOHANG) == wrapper
-        }
+        let exited = { Spawn.reap(wrapper) != nil }
 
         // Ready when all three ports accept connections; failed when the wrapper exits.
         let clock = ContinuousClock()
@@ -229,8 +226,7 @@ public final class NginxFixture: Sendable {
         if masterPID > 0 {
             kill(masterPID, SIGTERM)
         }
-        var status: Int32 = 0
-        _ = Wait.poll(timeout: .seconds(10)) { !isRunning && waitpid(wrapperPID, &status, WNOHANG) != 0 }
+        _ = Wait.poll(timeout: .seconds(10)) { !isRunning && Spawn.reap(wrapperPID) != nil }
         ownedDirectory.remove()
     }
 
@@ -350,49 +346,6 @@ public final class NginxFixture: Sendable {
                 NginxFixture.stopAll()
             }
         }
-    }
-
-    /// Starts `/bin/sh arguments...` with `stdin` as its standard input and `log` as its
-    /// output, with an empty signal mask and default dispositions.
-    ///
-    /// Foundation's `Process` would pass on this thread's signal mask, and the threads of a
-    /// test process block SIGCHLD: the wrapper's `wait` then never returns and nginx's
-    /// workers inherit a mask they do not expect. posix_spawn lets us reset both.
-    private static func spawnWrapper(arguments: [String], stdin: Int32, log: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGCHLD, SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM] {
-            sigaddset(&defaults, signal)
-        }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        var environment = ProcessInfo.processInfo.environment
-        environment["NGINX"] = nginxPath
-        environment["FIXTURE_REMOVE_DIR"] = "1"
-        let argv = (["/bin/sh"] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp)
-        guard result == 0 else { throw TestSupportError.posix("posix_spawn /bin/sh", result) }
-        return pid
     }
 
     /// Stops every fixture still running (the exit handler).
