@@ -201,7 +201,8 @@ public final class NginxFixture: Sendable {
             }
             Thread.sleep(forTimeInterval: 0.005)
         }
-        let master = (try? String(contentsOfFile: directory.path + "/master.pid", encoding: .utf8))
+        let master =
+            (try? String(contentsOfFile: directory.path + "/master.pid", encoding: .utf8))
             .flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
         let fixture = NginxFixture(
             directory: directory, ports: ports, masterPID: master, wrapperPID: wrapper, watchdogFD: fds[1])
@@ -285,13 +286,16 @@ public final class NginxFixture: Sendable {
 
     /// The URL of `path` (starting with `/`, query allowed) on `listener`.
     ///
-    /// TLS listeners use the host `localhost` (a SAN of the leaf); plain HTTP uses 127.0.0.1.
-    public func url(_ listener: Listener, _ path: String) -> URL {
+    /// - Parameter host: Defaults to `localhost` for TLS listeners (a SAN of the leaf, so
+    ///   hostname checks pass; the leaf also names `127.0.0.1` and `::1`) and `127.0.0.1` for
+    ///   plain HTTP. nginx listens on 127.0.0.1 only; a client that tries `::1` first for
+    ///   `localhost` is refused at once and falls back.
+    public func url(_ listener: Listener, _ path: String, host: String? = nil) -> URL {
         let base: String
         switch listener {
-        case .http: base = "http://127.0.0.1:\(httpPort)"
-        case .https: base = "https://localhost:\(httpsPort)"
-        case .http2: base = "https://localhost:\(http2Port)"
+        case .http: base = "http://\(host ?? "127.0.0.1"):\(httpPort)"
+        case .https: base = "https://\(host ?? "localhost"):\(httpsPort)"
+        case .http2: base = "https://\(host ?? "localhost"):\(http2Port)"
         }
         return URL(string: base + path) ?? URL(string: base + "/")!
     }
@@ -309,7 +313,7 @@ public final class NginxFixture: Sendable {
     /// Makes sure `/files/<size>-<seed>.bin` exists with the bytes of
     /// `DeterministicBytes` (the same as `TestServer`'s `/bytes/<size>?seed=<seed>`).
     ///
-    /// Files are written once per fixture (about 0.2 s for 64 MiB) and then reused.
+    /// Files are written once per fixture (about 0.4 s for 64 MiB, digest included) and reused.
     ///
     /// - Returns: The URL path (give it to `url(_:_:)`) and the hex SHA-256 of the content.
     /// - Throws: `TestSupportError` when the file cannot be written.
@@ -322,9 +326,8 @@ public final class NginxFixture: Sendable {
             try FileManager.default.createDirectory(
                 atPath: contentRoot + "/files", withIntermediateDirectories: true)
             let partial = file + ".partial"
-            try DeterministicBytes.write(seed: seed, count: size, to: partial)
+            let digest = try DeterministicBytes.write(seed: seed, count: size, to: partial)
             guard rename(partial, file) == 0 else { throw TestSupportError.posix("rename \(partial)") }
-            let digest = DeterministicBytes.sha256(seed: seed, count: size)
             state.files[path] = digest
             return (path, digest)
         }

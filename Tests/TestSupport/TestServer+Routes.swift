@@ -106,8 +106,9 @@ extension Connection {
             throw ConnectionEnd.close
         case "garbage":
             if head.query("kind") == "header" {
-                try sendAll(Array("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n".utf8) + [0x01, 0x7f, 0x00, 0x42, 0x0d, 0x0a]
-                    + Array("\r\nbody".utf8))
+                try sendAll(
+                    Array("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n".utf8) + [0x01, 0x7f, 0x00, 0x42, 0x0d, 0x0a]
+                        + Array("\r\nbody".utf8))
             } else {
                 try sendAll(Array("HELLO\u{1}WORLD 999 \r\n".utf8) + [0xff, 0xfe, 0x00] + Array("\r\n\r\n".utf8))
             }
