@@ -29,10 +29,12 @@ import Foundation
 //   /content-disposition?name=V   a small body with `Content-Disposition: V` (V raw).
 //   /chunked/N?seed=S&chunk=K     N deterministic bytes, chunked in K-byte chunks (def 1000).
 //   /json                         a fixed JSON object (see `jsonBody`).
+//   /response-headers?N=V&...     200, each query pair sent as a response header N: V.
 //   /delay?ms=N                   waits N ms (default 1000) before the head.
 //   /basic-auth/USER/PASS         200 with the right Basic credentials, else 401 with
 //                                 WWW-Authenticate: Basic realm="TestServer".
 //   anything else                 404.
+// On every route, ?close=1 makes the server close the connection after the response.
 
 extension TestServer {
     /// The body of `/json`.
@@ -164,6 +166,11 @@ extension Connection {
             return try serveChunked(head, count: count, chunk: chunk)
         case "json":
             return try respond(head, status: 200, contentType: "application/json", body: TestServer.jsonBody)
+        case "response-headers":
+            let extra = head.query.filter { $0.name != "close" && !$0.name.isEmpty }.map {
+                (sanitize($0.name).replacingOccurrences(of: ":", with: ""), sanitize($0.value))
+            }
+            return try respond(head, status: 200, extraHeaders: extra, body: "headers as asked\n")
         case "delay":
             let ms = max(0, min(600_000, Int(head.query("ms") ?? "") ?? 1000))
             if waitForHangup(milliseconds: Int32(ms)) { throw ConnectionEnd.close }

@@ -363,6 +363,62 @@ struct TestServerTests {
         #expect(server.requestCount == 2)
     }
 
+    @Test("malformed requests get 4xx or a closed socket and the server keeps serving")
+    func survivesMisbehavingClients() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let hugeHead = "GET / HTTP/1.1\r\nX-Big: " + String(repeating: "a", count: 100_000) + "\r\n\r\n"
+        let attacks = [
+            hugeHead,
+            "POST /upload HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "POST /upload HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+            "GET /bytes/99999999999999999999999 HTTP/1.1\r\nConnection: close\r\n\r\n",
+            "\u{0}\u{1}\u{2}\u{ff}\r\n\r\n",
+            "GET /status/700 HTTP/1.1\r\nConnection: close\r\n\r\n",
+            "GET /redirect/-1?close=1 HTTP/1.1\r\n\r\n",
+            "POST /echo HTTP/1.1\r\nContent-Length: 100\r\n\r\nshort",
+        ]
+        var answers: [String] = []
+
+        for attack in attacks {
+            let client = try RawClient(port: server.port)
+            client.send(attack)
+            if attack.hasSuffix("short") {
+                shutdown(client.fd, Int32(SHUT_WR))  // the body never completes
+            }
+            answers.append(client.readToEnd())
+        }
+        let healthy = try curl([server.url("/json").absoluteString])
+
+        #expect(answers[0].hasPrefix("HTTP/1.1 431"))
+        #expect(answers[1].hasPrefix("HTTP/1.1 400"))
+        #expect(answers[2].hasPrefix("HTTP/1.1 400"))
+        #expect(answers[3].hasPrefix("HTTP/1.1 404"))
+        #expect(answers[4].hasPrefix("HTTP/1.1 400"))
+        #expect(answers[5].hasPrefix("HTTP/1.1 400"))
+        #expect(answers[6].hasPrefix("HTTP/1.1 404"))
+        #expect(answers[7].isEmpty)
+        #expect(healthy.stdoutText == TestServer.jsonBody)
+        #expect(server.waitForOpenConnections(0))
+    }
+
+    @Test("?close=1 closes after the response and /response-headers echoes its query as headers")
+    func closeAndResponseHeaders() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+
+        let out = try curl([
+            "-D", "-", "-o", "/dev/null", "-o", "/dev/null", "-w", "%{num_connects}\n",
+            server.url("/response-headers?X-One=1&Cache-Control=no-store&close=1").absoluteString,
+            server.url("/json").absoluteString,
+        ])
+
+        #expect(out.stdoutText.contains("X-One: 1\r\n"))
+        #expect(out.stdoutText.contains("Cache-Control: no-store\r\n"))
+        #expect(out.stdoutText.contains("Connection: close\r\n"))
+        #expect(server.acceptedConnections == 2)
+    }
+
     @Test("stop() closes open connections promptly and refuses new ones")
     func stopClosesEverything() throws {
         let server = try TestServer.start()
