@@ -300,6 +300,64 @@ public final class NginxFixture: Sendable {
         return URL(string: base + path) ?? URL(string: base + "/")!
     }
 
+    /// nginx's connection counters (`stub_status`), e.g. to check that a client reused its
+    /// connections: `accepts` grows by one per new TCP connection.
+    public struct Status: Sendable, Equatable {
+        public var active: Int
+        public var accepts: Int
+        public var handled: Int
+        public var requests: Int
+    }
+
+    /// Reads `/nginx_status` over plain HTTP on a connection of its own (which counts in
+    /// `accepts` and `requests`).
+    ///
+    /// - Throws: `TestSupportError` when nginx does not answer or the page is unexpected.
+    public func status() throws -> Status {
+        let text = try NginxFixture.get(port: httpPort, path: "/nginx_status")
+        // "Active connections: 1 \nserver accepts handled requests\n 5 5 9 \nReading: ..."
+        let numbers = text.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        guard text.contains("Active connections"), numbers.count >= 4 else {
+            throw TestSupportError("unexpected stub_status page: \(text)")
+        }
+        return Status(active: numbers[0], accepts: numbers[1], handled: numbers[2], requests: numbers[3])
+    }
+
+    /// A minimal HTTP/1.0 GET on 127.0.0.1; returns the body.
+    static func get(port: UInt16, path: String) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TestSupportError.posix("socket") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw TestSupportError.posix("connect 127.0.0.1:\(port)") }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
+        else { throw TestSupportError.posix("send") }
+        var response = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while response.count < 1 << 20 {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            response += buffer[0..<n]
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else {
+            throw TestSupportError("no HTTP response from 127.0.0.1:\(port)\(path)")
+        }
+        return String(text[split.upperBound...])
+    }
+
     /// The upload sink: reads and discards any body, answers 200 JSON.
     public func uploadURL(_ listener: Listener) -> URL {
         url(listener, "/upload")

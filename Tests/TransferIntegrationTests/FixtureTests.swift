@@ -499,6 +499,24 @@ struct NginxFixtureTests {
         #expect((answer["request_length"] as? Int ?? 0) >= 8 << 20)
     }
 
+    @Test("stub_status counts one accepted connection for requests sent over a kept-alive one")
+    func statusCountsConnections() throws {
+        let nginx = try NginxFixture.start()
+        defer { nginx.stop() }
+        let file = try nginx.ensureFile(size: 1024)
+        let before = try nginx.status()
+
+        _ = try curl([
+            "-o", "/dev/null", "-o", "/dev/null", nginx.url(.http, file.path).absoluteString,
+            nginx.url(.http, file.path).absoluteString,
+        ])
+        let after = try nginx.status()
+
+        // The status fetches count too: one connection and request each.
+        #expect(after.accepts - before.accepts == 2)
+        #expect(after.requests - before.requests == 3)
+    }
+
     @Test("nginx serves byte ranges of fixture files")
     func ranges() throws {
         let nginx = try NginxFixture.shared()
