@@ -107,11 +107,13 @@ final class Runner: Sendable {
         defer { if sharedSession == nil { session.finishTasksAndInvalidate() } }
 
         if plan.verbose { Terminal.note(Terminal.printable("* \(request.method) \(request.url.absoluteString)")) }
-        let usesMemoryBody = !plan.body.isEmpty || request.method == .head
-        let result = usesMemoryBody
-            ? await performInMemory(job, request: request, session: session)
-            : await performDownload(job, request: request, session: session)
-        return result
+        if !plan.body.isEmpty || request.method == .head {
+            return await performInMemory(job, request: request, session: session)
+        }
+        if job.output == .discard && plan.features.serializer == nil {
+            return await performInMemory(job, request: request, session: session, discarding: true)
+        }
+        return await performDownload(job, request: request, session: session)
     }
 
     /// Bodiless requests: the body goes to a file from the engine (the
@@ -178,8 +180,11 @@ final class Runner: Sendable {
     }
 
     /// Requests with a body, and HEAD: the response body is small by
-    /// nature and collected in memory by the library.
-    private func performInMemory(_ job: Job, request: Request, session: SessionManager) async -> JobResult {
+    /// nature and collected in memory by the library. With `discarding`
+    /// (--discard): the library counts the body and stores none of it.
+    private func performInMemory(_ job: Job, request: Request, session: SessionManager, discarding: Bool = false)
+        async -> JobResult
+    {
         let (task, response, data, error) = await withCheckedContinuation {
             (continuation: CheckedContinuation<(TransferTask?, HTTPResponse?, Data?, TransferError?), Never>) in
             let box = TaskBox()
@@ -188,6 +193,8 @@ final class Runner: Sendable {
             }
             let task: DataTask
             switch plan.body {
+            case .none where discarding:
+                task = session.discardingDataTask(with: request, completionHandler: handler)
             case .none: task = session.dataTask(with: request, completionHandler: handler)
             case .data(let bytes): task = session.uploadTask(with: request, from: bytes, completionHandler: handler)
             case .file(let path):
