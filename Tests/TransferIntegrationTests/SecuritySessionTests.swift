@@ -62,18 +62,27 @@ struct SecuritySessionTests {
         #expect(try nginx.status().requests == requestsBefore + 1)
     }
 
-    @Test("an invalid policy is an error, and assigning one fails closed")
+    @Test("an invalid policy is an error, assigning one fails closed, and AF's refused combination refuses")
     func invalidPolicy() async throws {
         let nginx = try NginxFixture.shared()
         let session = try makeSession { $0.caFile = nginx.caFile }
         defer { session.invalidateAndCancel() }
-        var invalid = SecurityPolicy.defaultPolicy
-        invalid.allowInvalidCertificates = true
-        invalid.validatesDomainName = true   // AFSecurityPolicy refuses this without pins
+        var noBackupPin = SecurityPolicy.defaultPolicy
+        noBackupPin.pinPolicy = PinPolicy(rules: [HostPinPolicy(host: "localhost", publicKeyHashes: [
+            Data(repeating: 2, count: 32).base64EncodedString(),
+        ])])
 
-        #expect(throws: TransferError.self) { try session.setSecurityPolicy(invalid) }
-        session.securityPolicy = invalid
+        #expect(throws: TransferError.self) { try session.setSecurityPolicy(noBackupPin) }
+        session.securityPolicy = noBackupPin
+        await #expect { try await session.data(for: Request(url: nginx.url(.https, "/"))) }
+            throws: { ($0 as? TransferError)?.code == .serverTrustRejected }
 
+        // AFSecurityPolicy: validating the domain while allowing invalid
+        // certificates without pins is refused at evaluation.
+        var refused = SecurityPolicy.defaultPolicy
+        refused.allowInvalidCertificates = true
+        refused.validatesDomainName = true
+        try session.setSecurityPolicy(refused)
         await #expect { try await session.data(for: Request(url: nginx.url(.https, "/"))) }
             throws: { ($0 as? TransferError)?.code == .serverTrustRejected }
     }
