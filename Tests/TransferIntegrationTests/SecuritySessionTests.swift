@@ -108,4 +108,33 @@ struct SecuritySessionTests {
         await #expect { try await trusting.data(for: Request(url: nginx.url(.https, "/"))) }
             throws: { ($0 as? TransferError)?.code == .serverTrustRejected }
     }
+
+    @Test("a report-only rule lets the connection through and POSTs one rate-limited JSON report")
+    func reportOnlyPins() async throws {
+        let nginx = try NginxFixture.shared()
+        let collector = try await TestServer.start()
+        defer { collector.stop() }
+        let session = try makeSession { $0.caFile = nginx.caFile }
+        defer { session.invalidateAndCancel() }
+        let reports = Protected<[PinFailureReport]>([])
+        var policy = SecurityPolicy.defaultPolicy
+        let wrongPins = [Data(repeating: 3, count: 32).base64EncodedString(), Data(repeating: 4, count: 32).base64EncodedString()]
+        policy.pinPolicy = PinPolicy(rules: [HostPinPolicy(patterns: ["localhost"], publicKeyHashes: wrongPins,
+                                                           enforcement: .reportOnly)],
+                                     reportURL: collector.url("/upload"),
+                                     reportHandler: { report in reports.withLock { $0.append(report) } })
+        try session.setSecurityPolicy(policy)
+
+        for _ in 0..<2 {
+            // Fresh connections: each handshake is checked (and reported) again.
+            let fresh = Request(url: nginx.url(.https, "/"), headers: ["Connection": "close"])
+            let (_, response) = try await session.data(for: fresh)
+            #expect(response.statusCode < 500)
+        }
+
+        #expect(await Wait.poll(timeout: .seconds(5)) { reports.withLock { $0.count } >= 1 })
+        #expect(reports.withLock { $0.first?.enforced } == false)
+        #expect(await Wait.poll(timeout: .seconds(5)) { collector.requests.contains { $0.path == "/upload" } })
+        #expect(collector.requests.filter { $0.path == "/upload" && $0.method == "POST" }.count == 1)
+    }
 }
