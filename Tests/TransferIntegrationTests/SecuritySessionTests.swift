@@ -62,18 +62,27 @@ struct SecuritySessionTests {
         #expect(try nginx.status().requests == requestsBefore + 1)
     }
 
-    @Test("an invalid policy is an error, and assigning one fails closed")
+    @Test("an invalid policy is an error, assigning one fails closed, and AF's refused combination refuses")
     func invalidPolicy() async throws {
         let nginx = try NginxFixture.shared()
         let session = try makeSession { $0.caFile = nginx.caFile }
         defer { session.invalidateAndCancel() }
-        var invalid = SecurityPolicy.defaultPolicy
-        invalid.allowInvalidCertificates = true
-        invalid.validatesDomainName = true   // AFSecurityPolicy refuses this without pins
+        var noBackupPin = SecurityPolicy.defaultPolicy
+        noBackupPin.pinPolicy = PinPolicy(rules: [HostPinPolicy(host: "localhost", publicKeyHashes: [
+            Data(repeating: 2, count: 32).base64EncodedString(),
+        ])])
 
-        #expect(throws: TransferError.self) { try session.setSecurityPolicy(invalid) }
-        session.securityPolicy = invalid
+        #expect(throws: TransferError.self) { try session.setSecurityPolicy(noBackupPin) }
+        session.securityPolicy = noBackupPin
+        await #expect { try await session.data(for: Request(url: nginx.url(.https, "/"))) }
+            throws: { ($0 as? TransferError)?.code == .serverTrustRejected }
 
+        // AFSecurityPolicy: validating the domain while allowing invalid
+        // certificates without pins is refused at evaluation.
+        var refused = SecurityPolicy.defaultPolicy
+        refused.allowInvalidCertificates = true
+        refused.validatesDomainName = true
+        try session.setSecurityPolicy(refused)
         await #expect { try await session.data(for: Request(url: nginx.url(.https, "/"))) }
             throws: { ($0 as? TransferError)?.code == .serverTrustRejected }
     }
@@ -98,5 +107,34 @@ struct SecuritySessionTests {
         trusting.hooks.sessionDidReceiveChallenge = { _, _ in .cancelAuthenticationChallenge }
         await #expect { try await trusting.data(for: Request(url: nginx.url(.https, "/"))) }
             throws: { ($0 as? TransferError)?.code == .serverTrustRejected }
+    }
+
+    @Test("a report-only rule lets the connection through and POSTs one rate-limited JSON report")
+    func reportOnlyPins() async throws {
+        let nginx = try NginxFixture.shared()
+        let collector = try await TestServer.start()
+        defer { collector.stop() }
+        let session = try makeSession { $0.caFile = nginx.caFile }
+        defer { session.invalidateAndCancel() }
+        let reports = Protected<[PinFailureReport]>([])
+        var policy = SecurityPolicy.defaultPolicy
+        let wrongPins = [Data(repeating: 3, count: 32).base64EncodedString(), Data(repeating: 4, count: 32).base64EncodedString()]
+        policy.pinPolicy = PinPolicy(rules: [HostPinPolicy(patterns: ["localhost"], publicKeyHashes: wrongPins,
+                                                           enforcement: .reportOnly)],
+                                     reportURL: collector.url("/upload"),
+                                     reportHandler: { report in reports.withLock { $0.append(report) } })
+        try session.setSecurityPolicy(policy)
+
+        for _ in 0..<2 {
+            // Fresh connections: each handshake is checked (and reported) again.
+            let fresh = Request(url: nginx.url(.https, "/"), headers: ["Connection": "close"])
+            let (_, response) = try await session.data(for: fresh)
+            #expect(response.statusCode < 500)
+        }
+
+        #expect(await Wait.poll(timeout: .seconds(5)) { reports.withLock { $0.count } >= 1 })
+        #expect(reports.withLock { $0.first?.enforced } == false)
+        #expect(await Wait.poll(timeout: .seconds(5)) { collector.requests.contains { $0.path == "/upload" } })
+        #expect(collector.requests.filter { $0.path == "/upload" && $0.method == "POST" }.count == 1)
     }
 }

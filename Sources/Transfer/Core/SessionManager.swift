@@ -107,6 +107,23 @@ public final class SessionManager: Sendable {
     }
 
     private func installSecurityPolicy(_ policy: SecurityPolicy) throws(TransferError) {
+        var policy = policy
+        if var pins = policy.pinPolicy, let reportURL = pins.reportURL {
+            guard let scheme = reportURL.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+                throw TransferError(.invalidRequest, "the pin report URL must be http(s): \(reportURL)")
+            }
+            // Reports also go out as JSON POSTs, rate-limited per host and pattern.
+            let userHandler = pins.reportHandler
+            let limiter = ReportLimiter(interval: pins.reportInterval)
+            pins.reportHandler = { [weak self] report in
+                userHandler?(report)
+                guard let self, limiter.admit(report) else { return }
+                var request = Request(url: reportURL, method: .post, headers: ["Content-Type": "application/json"])
+                request.body = .data(report.jsonData())
+                self.dataTask(with: request).resume()
+            }
+            policy.pinPolicy = pins
+        }
         try policy.validate()
         let engineSide = try policy.makeEnginePolicy { [weak self] trust, verdict in
             self?.serverTrustChallenge(trust, verdict: verdict) ?? .performDefaultHandling
@@ -600,4 +617,21 @@ public final class SessionManager: Sendable {
 /// the dictionary is built once and only read after the hop.
 private struct UncheckedUserInfo: @unchecked Sendable {
     let value: [String: Any]
+}
+
+/// At most one pin report per host and pattern per interval.
+private final class ReportLimiter: Sendable {
+    private let interval: TimeInterval
+    private let last = Protected<[String: Date]>([:])
+
+    init(interval: TimeInterval) { self.interval = interval }
+
+    func admit(_ report: PinFailureReport) -> Bool {
+        let key = report.host + "|" + report.pattern
+        return last.withLock { last in
+            if let previous = last[key], report.date.timeIntervalSince(previous) < interval { return false }
+            last[key] = report.date
+            return true
+        }
+    }
 }

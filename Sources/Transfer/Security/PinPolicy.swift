@@ -66,11 +66,17 @@ public struct PinPolicy: Sendable {
     public var reportHandler: (@Sendable (PinFailureReport) -> Void)?
     /// Where ``reportHandler`` runs; default: a private serial queue.
     public var reportQueue: DispatchQueue
+    /// When set, the session POSTs each report as JSON (``PinFailureReport/jsonData()``)
+    /// to this http(s) URL, at most one per host and pattern every ``reportInterval``.
+    public var reportURL: URL?
+    /// Minimum seconds between two reports POSTed for the same host and pattern.
+    public var reportInterval: TimeInterval = 60
 
-    public init(rules: [HostPinPolicy], reportQueue: DispatchQueue? = nil,
+    public init(rules: [HostPinPolicy], reportQueue: DispatchQueue? = nil, reportURL: URL? = nil,
                 reportHandler: (@Sendable (PinFailureReport) -> Void)? = nil) {
         self.rules = rules
         self.reportQueue = reportQueue ?? DispatchQueue(label: "transfer.pin-report")
+        self.reportURL = reportURL
         self.reportHandler = reportHandler
     }
 }
