@@ -14,8 +14,9 @@ import Transfer
 /// - `--segments N>1`: one connection is used (a note says so unless -s).
 /// - `--sha256`: not supported yet (needs the streaming digest).
 /// - `--resume`: not supported yet (needs the journal of the downloads branch).
-/// - pinning, `--pin-*`, `-k`, `--allow-invalid-certificates`,
-///   `--no-validate-domain`: not supported yet (needs SecurityPolicy).
+/// - `--pinning-mode`, `--pin-cert`, `--pin-sha256`, `-k`,
+///   `--allow-invalid-certificates`, `--no-validate-domain`: a
+///   ``SecurityPolicy`` installed on the session.
 /// - `--serializer`: the library's response serializers.
 struct PendingFeatures: Sendable {
     enum Serializer: String, Sendable {
@@ -24,6 +25,8 @@ struct PendingFeatures: Sendable {
 
     var perTransferRate: Int64?
     var segments: Int
+    /// The server-trust flags as the library's policy (nil: the default policy).
+    var securityPolicy: SecurityPolicy?
     var serializer: Serializer?
 
     init(options: Options, perTransferRate: Int64?, jobCount: Int, output: OutputTarget) throws(Failure) {
@@ -45,20 +48,7 @@ struct PendingFeatures: Sendable {
             throw Self.notYet("--resume", "the resume journal of the downloads branch")
         }
 
-        switch options.pinningMode {
-        case "none", "public-key", "certificate": break
-        default: throw Failure(.usage, "--pinning-mode: expected none, public-key or certificate")
-        }
-        for file in options.pinCerts where !FileManager.default.isReadableFile(atPath: file) {
-            throw Failure(.invalidRequest, "cannot read --pin-cert \(file)")
-        }
-        if options.pinningMode != "none" || !options.pinCerts.isEmpty || !options.pinSHA256.isEmpty {
-            throw Self.notYet("certificate pinning", "SecurityPolicy (security branch)")
-        }
-        if options.insecure || options.allowInvalidCertificates || options.noValidateDomain {
-            throw Self.notYet(options.insecure ? "--insecure" : "relaxed certificate checks",
-                              "SecurityPolicy (security branch)")
-        }
+        securityPolicy = try Self.securityPolicy(options)
 
         if let name = options.serializer {
             guard let kind = Serializer(rawValue: name) else {
@@ -66,6 +56,54 @@ struct PendingFeatures: Sendable {
             }
             serializer = kind
         }
+    }
+
+    /// The policy of the trust flags, nil when none was given.
+    private static func securityPolicy(_ options: Options) throws(Failure) -> SecurityPolicy? {
+        let mode: PinningMode
+        switch options.pinningMode {
+        case "none": mode = .none
+        case "public-key": mode = .publicKey
+        case "certificate": mode = .certificate
+        default: throw Failure(.usage, "--pinning-mode: expected none, public-key or certificate")
+        }
+        let pinsGiven = !options.pinCerts.isEmpty || !options.pinSHA256.isEmpty
+        let relaxed = options.insecure || options.allowInvalidCertificates || options.noValidateDomain
+        guard mode != .none || pinsGiven || relaxed else { return nil }
+        if mode == .none && pinsGiven {
+            throw Failure(.usage, "--pin-cert and --pin-sha256 need --pinning-mode public-key or certificate")
+        }
+        if mode == .certificate && options.pinCerts.isEmpty {
+            throw Failure(.usage, "--pinning-mode certificate needs at least one --pin-cert")
+        }
+        if mode == .publicKey && !pinsGiven {
+            throw Failure(.usage, "--pinning-mode public-key needs --pin-sha256 or --pin-cert")
+        }
+        var certificates = Set<Certificate>()
+        for file in options.pinCerts {
+            do throws(TransferError) {
+                certificates.formUnion(try Certificate.certificates(contentsOf: URL(fileURLWithPath: file)))
+            } catch {
+                throw Failure(.invalidRequest, "--pin-cert \(file): \(error.message)")
+            }
+        }
+        var policy = SecurityPolicy(pinningMode: mode, pinnedCertificates: certificates)
+        for hash in options.pinSHA256 {
+            let value = hash.hasPrefix("sha256//") ? String(hash.dropFirst("sha256//".count)) : hash
+            guard let raw = Data(base64Encoded: value), raw.count == 32 else {
+                throw Failure(.usage, "--pin-sha256: expected the base64 of 32 bytes, got \(hash.debugDescription)")
+            }
+            policy.pinnedPublicKeyHashes.insert(value)
+        }
+        if options.insecure || options.allowInvalidCertificates { policy.allowInvalidCertificates = true }
+        if options.insecure || options.noValidateDomain { policy.validatesDomainName = false }
+        do throws(TransferError) {
+            try policy.validate()
+        } catch {
+            // e.g. --allow-invalid-certificates while validating the domain, without pins.
+            throw Failure(.usage, "the trust flags make no valid policy: \(error.message)")
+        }
+        return policy
     }
 
     private static func notYet(_ what: String, _ needs: String) -> Failure {

@@ -24,7 +24,7 @@ final class Runner: Sendable {
         metrics = try plan.metricsPath.map { path throws(Failure) in try MetricsWriter(path: path) }
         if plan.features.perTransferRate == nil {
             do throws(TransferError) {
-                sharedSession = try SessionManager(configuration: plan.configuration)
+                sharedSession = try Self.makeSession(plan.configuration, features: plan.features)
                 sessionError = nil
             } catch {
                 sharedSession = nil
@@ -34,6 +34,15 @@ final class Runner: Sendable {
             sharedSession = nil
             sessionError = nil
         }
+    }
+
+    /// A session with the run's configuration and trust policy.
+    private static func makeSession(_ configuration: SessionConfiguration, features: PendingFeatures)
+        throws(TransferError) -> SessionManager
+    {
+        let session = try SessionManager(configuration: configuration)
+        if let policy = features.securityPolicy { try session.setSecurityPolicy(policy) }
+        return session
     }
 
     /// Runs everything; returns the exit code.
@@ -97,7 +106,7 @@ final class Runner: Sendable {
             configuration.maxTotalReceiveSpeed = plan.features.perTransferRate ?? 0
             configuration.maxTotalSendSpeed = plan.features.perTransferRate ?? 0
             do throws(TransferError) {
-                session = try SessionManager(configuration: configuration)
+                session = try Self.makeSession(configuration, features: plan.features)
             } catch {
                 let failure = Failure(error)
                 record(job, task: nil, failure: failure)

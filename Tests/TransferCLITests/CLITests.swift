@@ -327,3 +327,51 @@ struct CLITLSTests {
         #expect(!FileManager.default.fileExists(atPath: directory.file("b").path))
     }
 }
+
+@Suite("transfer command: server trust", .enabled(if: NginxFixture.isInstalled, "nginx is not installed (apt-get install nginx)"))
+struct CLITrustTests {
+    /// The base64 SHA-256 of the server's SubjectPublicKeyInfo, by openssl.
+    private func serverPin(_ nginx: NginxFixture) throws -> String {
+        let script = "openssl x509 -in '\(nginx.serverCertificateFile)' -pubkey -noout"
+            + " | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"
+        let output = try Command.run("/bin/sh", ["-c", script])
+        return output.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("public-key pinning: the right pin downloads, a wrong one exits 7 and leaves nothing")
+    func publicKeyPins() throws {
+        let nginx = try NginxFixture.shared()
+        let file = try nginx.ensureFile(size: 256 * 1024, seed: 31)
+        let directory = try TemporaryDirectory()
+        let pin = try serverPin(nginx)
+        let wrong = Data(repeating: 7, count: 32).base64EncodedString()
+        let url = nginx.url(.https, file.path).absoluteString
+
+        let good = try CLI.run(["get", "--cacert", nginx.caFile, "--pinning-mode", "public-key", "--pin-sha256", pin,
+                                "--pin-sha256", wrong, "-o", directory.file("good").path, url])
+        let bad = try CLI.run(["get", "--cacert", nginx.caFile, "--pinning-mode", "public-key", "--pin-sha256", wrong,
+                               "-o", directory.file("bad").path, url])
+
+        #expect(pin.count == 44, "\(pin)")
+        #expect(good.status == 0, "\(good.stderrText)")
+        #expect(try FileDigest.sha256(of: directory.file("good")) == file.sha256)
+        #expect(bad.status == 7, "\(bad.stderrText)")
+        #expect(bad.stderrText.contains("server trust refused"))
+        #expect(CLI.listing(directory.path) == ["good"])
+    }
+
+    @Test("certificate pinning to the CA trusts the chain without --cacert; -k accepts it without anything")
+    func certificatePinsAndInsecure() throws {
+        let nginx = try NginxFixture.shared()
+        let file = try nginx.ensureFile(size: 64 * 1024, seed: 32)
+        let url = nginx.url(.https, file.path).absoluteString
+
+        let pinned = try CLI.run(["get", "--pinning-mode", "certificate", "--pin-cert", nginx.caFile, url])
+        let insecure = try CLI.run(["get", "-k", url])
+
+        #expect(pinned.status == 0, "\(pinned.stderrText)")
+        #expect(FileDigest.sha256(pinned.stdout) == file.sha256)
+        #expect(insecure.status == 0, "\(insecure.stderrText)")
+        #expect(FileDigest.sha256(insecure.stdout) == file.sha256)
+    }
+}
