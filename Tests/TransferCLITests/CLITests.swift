@@ -186,6 +186,34 @@ struct CLIExitCodeTests {
         }
     }
 
+    @Test("--parallel runs transfers to one host at once: a small body does not wait for slow ones")
+    func parallelDoesNotSerialise() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let slow = server.url("/bytes/786432?seed=1&rate=524288").absoluteString
+        let slow2 = server.url("/bytes/786432?seed=2&rate=524288").absoluteString
+        let fast = server.url("/bytes/100?seed=3").absoluteString
+
+        let output = try CLI.run(["get", "--parallel", "3", "--discard", "--metrics", "-", slow, slow2, fast])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        var totals: [String: Double] = [:]
+        var reused: [String: Bool] = [:]
+        for line in output.stdoutText.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let url = try #require(object["url"] as? String)
+            totals[url] = object["total"] as? Double
+            reused[url] = object["reused_connection"] as? Bool
+        }
+        let slowTotal = try #require(totals[slow])
+        let slow2Total = try #require(totals[slow2])
+        let fastTotal = try #require(totals[fast])
+        #expect(slowTotal > 1.0 && slow2Total > 1.0)
+        // Started together on their own connections, not one after the other.
+        #expect(reused[slow2] == false && reused[fast] == false)
+        #expect(fastTotal < slowTotal / 2, "fast \(fastTotal) s, slow \(slowTotal) s")
+    }
+
     @Test("SIGINT cancels: exit 14 and nothing partial at the output path")
     func interruptCleansUp() throws {
         let server = try TestServer.start()
