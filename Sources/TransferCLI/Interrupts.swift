@@ -57,6 +57,12 @@ final class Interrupts: Sendable {
         sources.keep(made)
     }
 
+    /// Stops watching (signals stay blocked; the run is over). Releases the
+    /// handlers, which libdispatch keeps alive while a source is active.
+    func uninstall() {
+        sources.cancelAll()
+    }
+
     var isInterrupted: Bool { state.withLock { $0.interrupted } }
 
     /// Registers how to cancel a transfer before it starts; false (and
@@ -80,4 +86,13 @@ private final class SourceList: @unchecked Sendable {
     private let lock = NSLock()
     private var list: [any DispatchSourceSignal] = []
     func keep(_ sources: [any DispatchSourceSignal]) { lock.withLock { list = sources } }
+
+    /// Cancels the sources: libdispatch stops retaining them and their handlers.
+    func cancelAll() {
+        let sources = lock.withLock { () -> [any DispatchSourceSignal] in
+            defer { list = [] }
+            return list
+        }
+        for source in sources { source.cancel() }
+    }
 }

@@ -71,7 +71,13 @@ final class Runner: Sendable {
             }
         }
         display.stop()
-        sharedSession?.invalidateAndCancel()
+        interrupts.uninstall()
+        if let session = sharedSession {
+            session.finishTasksAndInvalidate()
+            // Let events already queued for finished tasks run, so nothing
+            // holds a task when the process exits.
+            session.delegateQueue.sync {}
+        }
 
         // One line per failure, in input order; the first one decides the exit code.
         var exitCode: Int32 = 0
@@ -144,7 +150,7 @@ final class Runner: Sendable {
             (continuation: CheckedContinuation<(TransferTask?, HTTPResponse?, TransferError?), Never>) in
             let box = TaskBox()
             let task = session.downloadTask(with: request, to: targetURL, completionHandler: { response, _, error in
-                continuation.resume(returning: (box.task, response, error))
+                continuation.resume(returning: (box.take(), response, error))
             })
             box.task = task
             start(task, job: job, direction: .download)
@@ -198,7 +204,7 @@ final class Runner: Sendable {
             (continuation: CheckedContinuation<(TransferTask?, HTTPResponse?, Data?, TransferError?), Never>) in
             let box = TaskBox()
             let handler: DataTask.CompletionHandler = { response, data, error in
-                continuation.resume(returning: (box.task, response, data, error))
+                continuation.resume(returning: (box.take(), response, data, error))
             }
             let task: DataTask
             switch plan.body {
@@ -384,10 +390,20 @@ final class Runner: Sendable {
 
 /// Lets a completion handler see the task it belongs to (set right after
 /// creation; a task of an invalidated session may complete before that).
+/// The handler must ``take()`` it: the task holds its handler, the handler
+/// this box, so a box still holding the task would be a retain cycle.
 private final class TaskBox: Sendable {
     private let value = Locked<TransferTask?>(nil)
     var task: TransferTask? {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }
+    }
+
+    /// The task, leaving the box empty.
+    func take() -> TransferTask? {
+        value.withLock { slot in
+            defer { slot = nil }
+            return slot
+        }
     }
 }

@@ -42,15 +42,20 @@ guard let verb = command as? any Verb else {
     exit(ExitStatus.usage.rawValue)
 }
 
-let status: Int32
-do throws(Failure) {
-    let plan = try RunPlan.make(verb: verb)
-    let runner = try Runner(plan: plan)
-    status = await runner.run()
-} catch {
-    // Plan failures come before any transfer: one line naming the URL(s) and the class.
-    let urls = verb.urls.isEmpty ? "" : verb.urls[0] + (verb.urls.count > 1 ? " (and \(verb.urls.count - 1) more)" : "")
-    Terminal.note(Failure(error.status, error.detail).line(url: urls.isEmpty ? "-" : urls))
-    status = error.status.rawValue
+/// Plans and runs the transfers. A function, not top-level code, so that the
+/// runner, its session and every task are released before `exit` (a leak
+/// checker then sees nothing alive).
+func runVerb(_ verb: any Verb) async -> Int32 {
+    do throws(Failure) {
+        let plan = try RunPlan.make(verb: verb)
+        let runner = try Runner(plan: plan)
+        return await runner.run()
+    } catch {
+        // Plan failures come before any transfer: one line naming the URL(s) and the class.
+        let urls = verb.urls.isEmpty ? "" : verb.urls[0] + (verb.urls.count > 1 ? " (and \(verb.urls.count - 1) more)" : "")
+        Terminal.note(Failure(error.status, error.detail).line(url: urls.isEmpty ? "-" : urls))
+        return error.status.rawValue
+    }
 }
-exit(status)
+
+exit(await runVerb(verb))
