@@ -8,9 +8,10 @@ import Transfer
 ///
 /// Present state:
 /// - `--limit-rate`: the public API has only a session-wide limit, so each
-///   transfer runs in its own session with that limit (exact, at the cost of
-///   one engine thread per running transfer). With `--limit-rate-total` as
-///   well and several URLs: not supported yet.
+///   transfer runs in its own session with that limit (at the cost of one
+///   engine thread per running transfer). `--limit-rate-total` with several
+///   URLs becomes an even per-transfer share (RunPlan), because the engine
+///   enforces the session-wide limit for a single transfer only.
 /// - `--segments N>1`: one connection is used (a note says so unless -s).
 /// - `--sha256`: not supported yet (needs the streaming digest).
 /// - `--resume`: not supported yet (needs the journal of the downloads branch).
@@ -31,9 +32,6 @@ struct PendingFeatures: Sendable {
 
     init(options: Options, perTransferRate: Int64?, jobCount: Int, output: OutputTarget) throws(Failure) {
         self.perTransferRate = perTransferRate
-        if perTransferRate != nil, options.limitRateTotal != nil, jobCount > 1 {
-            throw Self.notYet("--limit-rate together with --limit-rate-total", "a per-transfer rate in the library")
-        }
 
         guard options.segments >= 1 else { throw Failure(.usage, "--segments: must be at least 1") }
         segments = options.segments

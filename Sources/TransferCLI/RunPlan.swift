@@ -210,15 +210,22 @@ struct RunPlan: Sendable {
         guard options.maxRedirects >= 0 else { throw Failure(.usage, "--max-redirects: must be 0 or more") }
         configuration.maxRedirects = options.maxRedirects
         configuration.followRedirects = !options.noFollow
-        if let total = options.limitRateTotal {
-            guard let rate = Parse.rate(total) else { throw Failure(.usage, "--limit-rate-total: not a rate: \(total)") }
-            configuration.maxTotalReceiveSpeed = rate
-            configuration.maxTotalSendSpeed = rate
-        }
         var perTransferRate: Int64?
         if let limit = options.limitRate {
             guard let rate = Parse.rate(limit) else { throw Failure(.usage, "--limit-rate: not a rate: \(limit)") }
             perTransferRate = rate
+        }
+        if let total = options.limitRateTotal {
+            guard let rate = Parse.rate(total) else { throw Failure(.usage, "--limit-rate-total: not a rate: \(total)") }
+            configuration.maxTotalReceiveSpeed = rate
+            configuration.maxTotalSendSpeed = rate
+            if jobs.count > 1 {
+                // The engine enforces a session-wide limit for one transfer
+                // only (see PendingFeatures): give each transfer an even share
+                // of the transfers that can run at once, so the sum stays under.
+                let share = max(1, rate / Int64(min(options.parallel, jobs.count)))
+                perTransferRate = min(perTransferRate ?? share, share)
+            }
         }
         guard !(options.http11 && options.http2) else { throw Failure(.usage, "--http1.1 and --http2 exclude each other") }
         if options.http11 { configuration.httpVersion = .http1_1 }
