@@ -22,7 +22,7 @@ let package = Package(
         // The Swift facade: sessions, tasks, progress, serializers, policy.
         .target(name: "Transfer", dependencies: ["CTransfer"]),
         // Test-only helpers: in-process servers, nginx fixture, certificates.
-        .target(name: "TestSupport", dependencies: ["Transfer"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Transfer", "CTransfer"], path: "Tests/TestSupport"),
         .testTarget(name: "CTransferTests", dependencies: ["CTransfer", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
         .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport"]),

@@ -6,4 +6,5 @@
 #include "ct_transfer.h"
 #include "ct_loop.h"
 #include "ct_tls.h"
+#include "ct_digest.h"
 #endif
