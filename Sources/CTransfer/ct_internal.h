@@ -120,7 +120,9 @@ struct cti_transfer {
   int added;                /* in the multi handle */
   ct_code local_code;       /* failure found by our callbacks */
   int local_errno;
-  char local_message[128];
+  char local_message[200];   /* room for two hex SHA-256 digests */
+  struct cti_journal *journal;    /* ct_journal.c; NULL: no journal */
+  struct cti_checksum *checksum;  /* ct_checksum.c; NULL: no digest */
   char errbuf[CURL_ERROR_SIZE];
   struct cti_tls_verdict verdict;
 };
@@ -137,6 +139,39 @@ void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,
 void cti_transfer_free(struct cti_transfer *t);
 void cti_transfer_emit_progress(struct cti_transfer *t, int force);
 double cti_now(void);
+
+/* --- ct_journal.c ------------------------------------------------------ */
+
+struct cti_journal;
+
+/* Set up the journal of `t` from its spec (no file is touched yet). */
+ct_code cti_journal_create(struct cti_transfer *t,
+                           const struct ct_transfer_spec *spec);
+/* The part file was opened for the final response: record its validators
+ * and the offset it starts at. */
+ct_code cti_journal_on_head(struct cti_transfer *t);
+/* After body bytes went to the sink: every interval, flush + fdatasync the
+ * part file, then replace the journal. */
+ct_code cti_journal_after_write(struct cti_transfer *t);
+/* The transfer ended (after commit or abandon): remove the journal when
+ * the part file was renamed or removed, else record the final count. */
+void cti_journal_finish(struct cti_transfer *t, int part_kept);
+void cti_journal_free(struct cti_journal *j);
+
+/* --- ct_checksum.c ----------------------------------------------------- */
+
+struct cti_checksum;
+
+ct_code cti_checksum_create(struct cti_transfer *t, const uint8_t *expected);
+/* The final response starts the body at resume_offset: reset, and hash the
+ * part file's existing prefix [0, resume_offset) once. */
+ct_code cti_checksum_on_head(struct cti_transfer *t);
+void cti_checksum_update(struct cti_transfer *t, const void *data,
+                         size_t len);
+/* CT_OK when the digest matches, else CT_E_CHECKSUM with local_code and
+ * local_message set (both digests in hex). */
+ct_code cti_checksum_verify(struct cti_transfer *t);
+void cti_checksum_free(struct cti_checksum *c);
 
 /* --- ct_loop.c --------------------------------------------------------- */
 

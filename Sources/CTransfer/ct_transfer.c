@@ -79,6 +79,11 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   if(spec->sink_kind == CT_SINK_FILE && !spec->sink_path &&
      !spec->sink_part_path)
     return CT_E_INVALID_ARGUMENT;
+  /* A journal needs a file; a streamed digest needs the whole body. */
+  if(spec->journal_path && spec->sink_kind != CT_SINK_FILE)
+    return CT_E_INVALID_ARGUMENT;
+  if(spec->expected_sha256 && (spec->range_end >= 0 || spec->range_start > 0))
+    return CT_E_INVALID_ARGUMENT;
 
   t = calloc(1, sizeof(*t));
   if(!t)
@@ -110,6 +115,11 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->spec.client_key = NULL;
   t->spec.user_password = NULL;
   t->spec.counters = NULL;
+  t->spec.journal_path = NULL;
+  t->spec.expected_sha256 = NULL;
+  if(cti_journal_create(t, spec) != CT_OK ||
+     cti_checksum_create(t, spec->expected_sha256) != CT_OK)
+    goto nomem;
   if(!t->url || (spec->method && !t->method))
     goto nomem;
   for(i = 0; i < spec->header_count; i++) {
@@ -256,6 +266,14 @@ static void deliver_head(struct cti_transfer *t)
       counter_store(&t->counters->bytes_received, 0);
     }
   }
+  if(t->status == 206 && (t->resume_offset > 0 || t->range_start >= 0)) {
+    /* Bytes at the wrong offset would corrupt the file silently. */
+    int64_t want = (t->range_start >= 0 ? t->range_start : 0) +
+      t->resume_offset;
+    if(t->content_range_start != want)
+      set_local_error(t, CT_E_BAD_RESPONSE, 0,
+                      "the server sent another range than asked for");
+  }
   if(t->range_start >= 0 && t->range_end >= 0 && t->status == 200 &&
      (t->flags & CT_FLAG_FAIL_ON_RANGE_IGNORED)) {
     set_local_error(t, CT_E_BAD_RESPONSE, 0, "server ignored the Range");
@@ -272,7 +290,8 @@ static void deliver_head(struct cti_transfer *t)
     int truncate_file = 1;
     ct_code rc;
     if(t->range_start >= 0) {
-      offset = t->range_start;
+      /* A resumed segment continues inside its range. */
+      offset = t->range_start + t->resume_offset;
       truncate_file = 0;
     }
     else if(offset > 0)
@@ -285,6 +304,8 @@ static void deliver_head(struct cti_transfer *t)
       if(!(t->flags & CT_FLAG_NO_PREALLOCATE))
         cti_sink_preallocate(&t->sink, expected);
     }
+    if(t->local_code == CT_OK && cti_checksum_on_head(t) == CT_OK)
+      (void)cti_journal_on_head(t);   /* failures set local_code */
   }
   else if(t->sink.kind == CT_SINK_FILE && t->local_code == CT_OK) {
     /* An error page still goes to a file, as with URLSession: open it
@@ -401,6 +422,10 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
   }
   else {
     rc = cti_sink_write(&t->sink, data, len);
+    if(rc == CT_OK) {
+      cti_checksum_update(t, data, len);
+      rc = cti_journal_after_write(t);
+    }
     if(rc != CT_OK) {
       set_local_error(t, rc, t->sink.sys_errno,
                       "cannot write the response body");
@@ -620,6 +645,9 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
      * instead of failing with "server does not support byte ranges". */
     snprintf(range, sizeof(range), "%lld-", (long long)t->resume_offset);
     SETOPT(CURLOPT_RANGE, range);
+  }
+  if(t->range_start >= 0 || t->resume_offset > 0) {
+    /* Segments too: every range must come from the same version. */
     if(t->if_range) {
       char *line = NULL;
       struct curl_slist *n;
@@ -813,6 +841,8 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   else
     r.metrics.queued = cti_now() - t->submit_time;
 
+  if(code == CT_OK && t->checksum)
+    code = cti_checksum_verify(t);
   if(code == CT_OK && t->sink.kind == CT_SINK_FILE) {
     if(t->sink.fd < 0 && t->local_code == CT_OK) {
       /* An empty body never opened the file: create it now so that a
@@ -829,6 +859,9 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   }
   if(code != CT_OK && t->sink.kind == CT_SINK_FILE)
     cti_sink_abandon(&t->sink, keep && code != CT_E_CHECKSUM);
+  if(t->journal)
+    cti_journal_finish(t, code == CT_OK ? !t->sink.path :
+                       keep && code != CT_E_CHECKSUM);
 
   r.code = code;
   r.curl_code = (int32_t)cc;
@@ -916,5 +949,7 @@ void cti_transfer_free(struct cti_transfer *t)
   free(t->hdr);
   free(t->etag);
   free(t->last_modified);
+  cti_journal_free(t->journal);
+  cti_checksum_free(t->checksum);
   free(t);
 }
