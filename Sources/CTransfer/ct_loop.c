@@ -649,6 +649,7 @@ ct_code ct_loop_submit(struct ct_loop *loop,
 {
   struct cti_transfer *t = NULL;
   struct cti_command *c;
+  uint64_t id;
   ct_code rc;
 
   if(!loop || !spec || !out_id)
@@ -662,10 +663,11 @@ ct_code ct_loop_submit(struct ct_loop *loop,
     cti_transfer_free(t);
     return CT_E_NO_MEMORY;
   }
-  t->id = __atomic_fetch_add(&loop->next_id, 1, __ATOMIC_RELAXED);
+  id = __atomic_fetch_add(&loop->next_id, 1, __ATOMIC_RELAXED);
+  t->id = id;
   c->kind = CTI_CMD_SUBMIT;
   c->transfer = t;
-  c->id = t->id;
+  c->id = id;
   __atomic_add_fetch(&loop->active, 1, __ATOMIC_RELAXED);
   rc = enqueue(loop, c);
   if(rc != CT_OK) {
@@ -674,7 +676,9 @@ ct_code ct_loop_submit(struct ct_loop *loop,
     free(c);
     return rc;
   }
-  *out_id = c->id;
+  /* Not c->id: once queued, the loop may have run and freed `c` (and
+   * finished `t`) already. */
+  *out_id = id;
   return CT_OK;
 }
 

@@ -1,0 +1,200 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+import Transfer
+
+@Suite("Download resume")
+struct DownloadResumeTests {
+    static let size = 8 << 20
+
+    /// Starts a rate-limited download and cancels it with resume data after 1 MiB.
+    func resumeData(_ session: SessionManager, _ url: URL) async throws -> Data {
+        let produced = Completion<Data?>()
+        let task = session.downloadTask(with: Request(url: url))
+        task.whenReceived(1 << 20) { task in task.cancel { produced.fulfil($0) } }
+        task.resume()
+        let value = await produced.wait()
+        let data = try #require(value)
+        return try #require(data)
+    }
+
+    @Test("resume after cancel continues with Range and If-Range and is byte-exact")
+    func resumeAfterCancel() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let offsets = Mutex<[Int64]>([])
+        session.hooks.downloadTaskDidResume = { _, _, offset, _ in offsets.withLock { $0.append(offset) } }
+        let url = server.url("/bytes/\(Self.size)?seed=3&rate=4194304")
+        let directory = try TemporaryDirectory()
+
+        let data = try await resumeData(session, url)
+        let done = Completion<DownloadOutcome>()
+        let firstProgress = Mutex<Int64?>(nil)
+        let task = try session.downloadTask(withResumeData: data, progress: { progress in
+            firstProgress.withLock { if $0 == nil { $0 = progress.completedUnitCount } }
+        }, destination: { _, _ in directory.file("out.bin") }, completionHandler: done.handler)
+        task.resume()
+        let outcome = try await done.result()
+
+        #expect(outcome.error == nil)
+        #expect(try FileDigest.sha256(of: directory.file("out.bin")) == TestServer.sha256(seed: 3, count: Self.size))
+        let offset = try #require(offsets.withLock { $0.first })
+        #expect(offset >= 1 << 20)
+        #expect((firstProgress.withLock { $0 } ?? 0) >= offset)
+        let last = try #require(server.requests.last)
+        #expect(last.header("range") == "bytes=\(offset)-")
+        #expect(last.header("if-range") == TestServer.etag(seed: 3, count: Self.size))
+    }
+
+    @Test("a server that ignores Range makes the resumed download restart from zero, exactly")
+    func serverIgnoresRange() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let offsets = Mutex<[Int64]>([])
+        session.hooks.downloadTaskDidResume = { _, _, offset, _ in offsets.withLock { $0.append(offset) } }
+        let url = server.url("/bytes/\(Self.size)?seed=4&rate=4194304&ranges=0")
+        let directory = try TemporaryDirectory()
+
+        let data = try await resumeData(session, url)
+        let done = Completion<DownloadOutcome>()
+        let task = try session.downloadTask(withResumeData: data, destination: { _, _ in directory.file("out.bin") },
+                                            completionHandler: done.handler)
+        task.resume()
+        let outcome = try await done.result()
+
+        #expect(outcome.error == nil)
+        #expect(offsets.withLock { $0 } == [0])
+        #expect(try FileDigest.sha256(of: directory.file("out.bin")) == TestServer.sha256(seed: 4, count: Self.size))
+    }
+
+    @Test("a changed ETag between attempts restarts from zero, exactly")
+    func changedValidator() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let url = server.url("/bytes/\(Self.size)?seed=5&rate=4194304")
+        let directory = try TemporaryDirectory()
+        var data = try await resumeData(session, url)
+        // The file changed on the server: the resume data's ETag is stale now.
+        var json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        json["etag"] = "\"stale\""
+        data = try JSONSerialization.data(withJSONObject: json)
+
+        let done = Completion<DownloadOutcome>()
+        let task = try session.downloadTask(withResumeData: data, destination: { _, _ in directory.file("out.bin") },
+                                            completionHandler: done.handler)
+        task.resume()
+        let outcome = try await done.result()
+
+        #expect(outcome.error == nil)
+        #expect(outcome.response?.statusCode == 200)
+        #expect(server.requests.last?.header("if-range") == "\"stale\"")
+        #expect(try FileDigest.sha256(of: directory.file("out.bin")) == TestServer.sha256(seed: 5, count: Self.size))
+    }
+
+    @Test("corrupt and foreign resume data are refused with invalidResumeData")
+    func invalidResumeData() throws {
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let samples = [Data("not json".utf8), Data(#"{"format":"other","version":1}"#.utf8),
+                       Data(#"{"format":"transfer.resume","version":99,"url":"http://x/","method":"GET","headers":[],"bytesOnDisk":1,"partialFile":"/nonexistent"}"#.utf8),
+                       Data(#"{"format":"transfer.resume","version":1,"url":"http://127.0.0.1/","method":"GET","headers":[],"bytesOnDisk":10,"partialFile":"/nonexistent/part"}"#.utf8)]
+        for sample in samples {
+            #expect(throws: TransferError.self) { _ = try session.downloadTask(withResumeData: sample) }
+            do {
+                _ = try session.downloadTask(withResumeData: sample)
+            } catch {
+                #expect(error.code == .invalidResumeData)
+            }
+        }
+    }
+
+    @Test("a resumable download continues from its journal in a new session and removes it on success")
+    func journalAcrossSessions() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let destination = directory.file("big.bin")
+        let url = server.url("/bytes/\(Self.size)?seed=6&rate=4194304")
+        let options = DownloadOptions(resumable: true, journalIntervalBytes: 256 << 10)
+
+        // First "process": stopped after 2 MiB.
+        do {
+            let session = try SessionManager()
+            let done = Completion<DownloadOutcome>()
+            let task = session.downloadTask(with: Request(url: url), to: destination, options: options,
+                                            completionHandler: done.handler)
+            task.whenReceived(2 << 20) { $0.cancel() }
+            task.resume()
+            let outcome = try await done.result()
+            #expect(outcome.error?.code == .cancelled)
+            session.invalidateAndCancel()
+        }
+        #expect(!exists(destination))
+        let journalText = try String(contentsOfFile: destination.path + ".part.journal", encoding: .utf8)
+        let durable = try #require(journalText.split(separator: "\n").first { $0.hasPrefix("durable ") }
+            .flatMap { Int64($0.dropFirst(8)) })
+        #expect(durable >= 2 << 20)
+        #expect(fileSize(URL(fileURLWithPath: destination.path + ".part")) >= durable)
+
+        // Second "process": continues from the journal.
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let offsets = Mutex<[Int64]>([])
+        session.hooks.downloadTaskDidResume = { _, _, offset, _ in offsets.withLock { $0.append(offset) } }
+        let done = Completion<DownloadOutcome>()
+        session.downloadTask(with: Request(url: url), to: destination, options: options, completionHandler: done.handler)
+            .resume()
+        let outcome = try await done.result()
+
+        #expect(outcome.error == nil)
+        #expect(offsets.withLock { $0 } == [durable])
+        #expect(server.requests.last?.header("range") == "bytes=\(durable)-")
+        #expect(try FileDigest.sha256(of: destination) == TestServer.sha256(seed: 6, count: Self.size))
+        #expect(!exists(destination.path + ".part.journal"))
+        #expect(!exists(destination.path + ".part"))
+    }
+
+    @Test("a connection reset mid-body keeps a journal that a later run resumes from, exactly")
+    func resetThenResume() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let destination = directory.file("reset.bin")
+        let options = DownloadOptions(resumable: true)
+        let resetURL = server.url("/reset/\(Self.size)?seed=7&after=3000000")
+
+        let first = Completion<DownloadOutcome>()
+        session.downloadTask(with: Request(url: resetURL), to: destination, options: options,
+                             completionHandler: first.handler).resume()
+        let failed = try await first.result()
+        #expect(failed.error != nil)
+        #expect(!exists(destination))
+        let journalPath = destination.path + ".part.journal"
+        let journal = try String(contentsOfFile: journalPath, encoding: .utf8)
+        let durable = try #require(journal.split(separator: "\n").first { $0.hasPrefix("durable ") }
+            .flatMap { Int64($0.dropFirst(8)) })
+        #expect(durable > 0 && durable <= 3_000_000)
+
+        // The same bytes served by a healthy route: point the journal at it.
+        let goodURL = server.url("/bytes/\(Self.size)?seed=7")
+        try journal.replacingOccurrences(of: resetURL.absoluteString, with: goodURL.absoluteString)
+            .write(toFile: journalPath, atomically: true, encoding: .utf8)
+        let second = Completion<DownloadOutcome>()
+        session.downloadTask(with: Request(url: goodURL), to: destination, options: options,
+                             completionHandler: second.handler).resume()
+        let outcome = try await second.result()
+
+        #expect(outcome.error == nil)
+        #expect(server.requests.last?.header("range") == "bytes=\(durable)-")
+        #expect(try FileDigest.sha256(of: destination) == TestServer.sha256(seed: 7, count: Self.size))
+    }
+}
