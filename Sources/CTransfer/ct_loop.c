@@ -451,6 +451,8 @@ static void *loop_main(void *arg)
   struct ct_loop *loop = arg;
   struct epoll_event events[MAX_EVENTS];
 
+  pthread_setname_np(pthread_self(), "transfer-loop");
+
   while(!loop->stop) {
     int i;
     int n = epoll_wait(loop->epfd, events, MAX_EVENTS,
@@ -488,6 +490,8 @@ static void *loop_main(void *arg)
         socket_action(loop, fd, bits);
       }
     }
+    if(loop->config.callbacks.on_batch_end)
+      loop->config.callbacks.on_batch_end(loop->config.batch_ctx);
   }
 
   /* Shutdown: refuse new commands, run those queued (submits finish as
@@ -498,6 +502,8 @@ static void *loop_main(void *arg)
   drain_commands(loop);
   while(loop->all)
     cancel_transfer(loop, loop->all, 0, CT_E_CANCELLED);
+  if(loop->config.callbacks.on_batch_end)
+    loop->config.callbacks.on_batch_end(loop->config.batch_ctx);
   return NULL;
 }
 

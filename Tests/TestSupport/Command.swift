@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Runs a subprocess to completion and captures its output; for scripts and `curl` in tests.
 public enum Command {
@@ -45,7 +44,7 @@ public enum Command {
         }
         // Both pipes are drained on their own threads so a chatty child never blocks on a full
         // pipe, and a child that hangs still meets the timeout below.
-        let collected = Mutex<(out: Data, err: Data)>((Data(), Data()))
+        let collected = Locked<(out: Data, err: Data)>((Data(), Data()))
         let readers = DispatchGroup()
         readers.enter()
         Thread.detachNewThread {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The byte stream behind `/bytes/N?seed=S` and `NginxFixture.ensureFile(size:seed:)`.
 ///
@@ -7,7 +6,7 @@ import Synchronization
 /// `splitmix64(seed + (i / 8 + 1) * golden)`. Any offset can be produced without generating
 /// the bytes before it, which is what ranges and resumed downloads need.
 public enum DeterministicBytes {
-    private static let digests = Mutex<[Key: String]>([:])
+    private static let digests = Locked<[Key: String]>([:])
 
     private struct Key: Hashable {
         var seed: UInt64

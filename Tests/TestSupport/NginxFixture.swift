@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -54,7 +53,7 @@ public final class NginxFixture: Sendable {
     private let wrapperPID: pid_t
     private let ownedDirectory: TemporaryDirectory
     /// Write end of the watchdog pipe; -1 once closed. Also serialises `ensureFile`.
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State: Sendable {
         var watchdogFD: Int32
@@ -150,7 +149,7 @@ public final class NginxFixture: Sendable {
         http2Port = ports[2]
         self.masterPID = masterPID
         self.wrapperPID = wrapperPID
-        state = Mutex(State(watchdogFD: watchdogFD))
+        state = Locked(State(watchdogFD: watchdogFD))
     }
 
     private static func launch(in directory: TemporaryDirectory, ports: [UInt16]) throws -> NginxFixture {
@@ -337,9 +336,9 @@ public final class NginxFixture: Sendable {
 
     // MARK: Helpers
 
-    private static let sharedInstance = Mutex<Result<NginxFixture, any Error>?>(nil)
-    private static let liveFixtures = Mutex<[ObjectIdentifier: NginxFixture]>([:])
-    private static let exitHandlerInstalled = Mutex(false)
+    private static let sharedInstance = Locked<Result<NginxFixture, any Error>?>(nil)
+    private static let liveFixtures = Locked<[ObjectIdentifier: NginxFixture]>([:])
+    private static let exitHandlerInstalled = Locked(false)
 
     private static func installExitHandler() {
         let install = exitHandlerInstalled.withLock { installed -> Bool in

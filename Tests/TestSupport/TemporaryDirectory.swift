@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A uniquely named directory under `$TMPDIR` (or `/tmp`) that deletes itself.
 ///
@@ -8,7 +7,7 @@ import Synchronization
 public final class TemporaryDirectory: Sendable {
     /// The directory's file URL.
     public let url: URL
-    private let removed = Mutex(false)
+    private let removed = Locked(false)
 
     /// Creates a fresh directory with `mkdtemp(3)`.
     ///

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -128,15 +127,19 @@ final class ServerCore: Sendable {
         var stopping = false
         var connections: Set<Int32> = []
         var accepted = 0
+        var refused = 0
         var requestCount = 0
         var records: [RecordedRequest] = []
     }
 
     static let maxRecords = 10_000
+    /// Connections served at once; more are closed on accept, so a runaway client cannot
+    /// exhaust the test process's threads.
+    static let maxConnections = 1_000
 
     let listenFD: Int32
     let port: UInt16
-    let state = Mutex(State())
+    let state = Locked(State())
     /// Entered by the accept thread and by every connection thread; `stop()` waits on it.
     private let running = DispatchGroup()
 
@@ -213,11 +216,19 @@ final class ServerCore: Sendable {
                     return
                 }
             }
-            let registered = state.withLock { state -> Bool in
+            let registered = state.withLock { state -> Bool? in
                 if state.stopping { return false }
+                if state.connections.count >= ServerCore.maxConnections {
+                    state.refused += 1
+                    return nil
+                }
                 state.connections.insert(fd)
                 state.accepted += 1
                 return true
+            }
+            guard let registered else {
+                close(fd)
+                continue
             }
             guard registered else {
                 close(fd)

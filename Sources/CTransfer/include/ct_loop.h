@@ -20,6 +20,7 @@ struct ct_loop;
 
 struct ct_loop_config {
   struct ct_callbacks callbacks;       /* shared by all transfers */
+  void *_Nullable batch_ctx;           /* for callbacks.on_batch_end */
   /* PEM bundle of trust anchors, loaded once and shared by every TLS
    * connection of the loop. NULL: the system bundle. */
   const char *_Nullable ca_file;

@@ -61,11 +61,17 @@ final class Engine: Sendable {
     /// The loop pointer is set once in init and freed once in deinit; the C
     /// API it is passed to is safe from any thread.
     private nonisolated(unsafe) let loop: OpaquePointer
+    /// Events for the session's delegate queue, flushed after each loop pass.
+    let mailbox: Mailbox
 
-    init(configuration: SessionConfiguration) throws(TransferError) {
+    init(configuration: SessionConfiguration, delegateQueue: DispatchQueue) throws(TransferError) {
+        mailbox = Mailbox(queue: delegateQueue)
         var config = ct_loop_config()
         ct_loop_config_init(&config)
         config.callbacks = Engine.callbacks
+        // The mailbox outlives the loop thread (ct_loop_destroy joins it in
+        // deinit before the mailbox is released), so an unretained pointer is safe.
+        config.batch_ctx = Unmanaged.passUnretained(mailbox).toOpaque()
         config.max_connections_per_host = Int64(configuration.maxConnectionsPerHost)
         config.max_total_connections = Int64(configuration.maxTotalConnections)
         config.multiplex = configuration.httpVersion == .http1_1 ? 0 : 1
@@ -193,6 +199,10 @@ extension Engine {
             let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
             guard let read = box.events.onRead else { return -1 }
             return Int64(read(UnsafeMutableRawBufferPointer(start: buffer, count: capacity)))
+        }
+        cb.on_batch_end = { ctx in
+            guard let ctx else { return }
+            Unmanaged<Mailbox>.fromOpaque(ctx).takeUnretainedValue().flush()
         }
         cb.on_rewind = { ctx in
             guard let ctx else { return -1 }

@@ -39,10 +39,10 @@ public final class SessionManager: Sendable {
     ///   fds left, or `configuration.caFile` cannot be loaded).
     public init(configuration: SessionConfiguration = .default) throws(TransferError) {
         self.configuration = configuration
-        engine = try Engine(configuration: configuration)
         let label = "transfer.session.\(ObjectIdentifier(Self.self).hashValue)"
         delegateQueue = DispatchQueue(label: label + ".delegate")
-        mailbox = Mailbox(queue: delegateQueue)
+        engine = try Engine(configuration: configuration, delegateQueue: delegateQueue)
+        mailbox = engine.mailbox
         temporaryDirectory = URL(fileURLWithPath: NSTemporaryDirectory())
             .appendingPathComponent("transfer-\(getpid())", isDirectory: true)
         state = Mutex(State())
