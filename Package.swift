@@ -21,10 +21,12 @@ let package = Package(
         ),
         // The Swift facade: sessions, tasks, progress, serializers, policy.
         .target(name: "Transfer", dependencies: ["CTransfer"]),
+        // A resumable download in its own process, killed by the crash tests.
+        .executableTarget(name: "transfer-crashtest", dependencies: ["Transfer"], path: "Sources/transfer-crashtest"),
         // Test-only helpers: in-process servers, nginx fixture, certificates.
         .target(name: "TestSupport", dependencies: ["Transfer", "CTransfer"], path: "Tests/TestSupport"),
         .testTarget(name: "CTransferTests", dependencies: ["CTransfer", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
-        .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport"]),
+        .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport", "transfer-crashtest"]),
     ]
 )
