@@ -234,8 +234,14 @@ static int is_redirect_to_follow(struct cti_transfer *t)
   if(t->status != 301 && t->status != 302 && t->status != 303 &&
      t->status != 307 && t->status != 308)
     return 0;
-  if(curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &location) !=
-     CURLE_OK || !location)
+  /* CURLINFO_REDIRECT_URL is only filled when curl does NOT follow
+   * (libcurl 7.88 sets it for "fake" follows only), so look for the
+   * Location header of this hop ourselves; curl follows exactly those. */
+  if(curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &location) ==
+     CURLE_OK && location)
+    return 1;
+  if(!t->hdr || (strncasecmp(t->hdr, "Location:", 9) != 0 &&
+                 !strcasestr(t->hdr, "\nLocation:")))
     return 0;
   /* When the maximum is reached curl stops and reports an error: that hop
    * is not final either, the error is. */
