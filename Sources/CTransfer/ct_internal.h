@@ -56,9 +56,30 @@ ct_code cti_sink_commit(struct cti_sink *sink);
 void cti_sink_abandon(struct cti_sink *sink, int keep);
 void cti_sink_free(struct cti_sink *sink);
 
-/* --- ct_transfer.c ----------------------------------------------------- */
+/* --- ct_ratelimit.c ---------------------------------------------------- */
 
 struct ct_loop;
+struct cti_transfer;
+
+enum { CTI_RECV = 0, CTI_SEND = 1 };
+
+struct cti_bucket {
+  double tokens;       /* may go negative: a debt to repay before more */
+  double last;         /* monotonic seconds of the last refill; 0: fresh */
+};
+
+/* The loop's rate timerfd, registered in its epoll set. */
+ct_code cti_rate_open(struct ct_loop *loop);
+void cti_rate_close(struct ct_loop *loop);
+/* 1 when `t` must pause direction `dir` now (its bucket or the loop's is
+ * in debt; the timer is armed), else 0. */
+int cti_rate_blocked(struct cti_transfer *t, int dir);
+/* Take `len` bytes' worth of tokens after passing them on. */
+void cti_rate_consume(struct cti_transfer *t, int dir, size_t len);
+/* The rate timer fired: unpause transfers paused for their rate. */
+void cti_rate_on_timer(struct ct_loop *loop);
+
+/* --- ct_transfer.c ----------------------------------------------------- */
 
 struct cti_transfer {
   uint64_t id;
@@ -123,6 +144,8 @@ struct cti_transfer {
   char local_message[200];   /* room for two hex SHA-256 digests */
   struct cti_journal *journal;    /* ct_journal.c; NULL: no journal */
   struct cti_checksum *checksum;  /* ct_checksum.c; NULL: no digest */
+  struct cti_bucket bucket[2];    /* ct_ratelimit.c: CTI_RECV, CTI_SEND */
+  int rate_paused;
   char errbuf[CURL_ERROR_SIZE];
   struct cti_tls_verdict verdict;
 };
@@ -233,6 +256,9 @@ struct ct_loop {
   int64_t total_send_limit;
   double bucket_time;
   int64_t bucket_tokens;
+  struct cti_bucket total_bucket[2];   /* ct_ratelimit.c */
+  int rate_timerfd;
+  double rate_deadline;                /* armed wake-up; 0: none */
 };
 
 /* --- ct_error.c -------------------------------------------------------- */

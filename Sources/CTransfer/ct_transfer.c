@@ -421,6 +421,9 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
   }
   if(t->status >= 300 && t->status < 400 && is_redirect_to_follow(t))
     return len;            /* body of a redirect we follow */
+  if(cti_rate_blocked(t, CTI_RECV))
+    return CURL_WRITEFUNC_PAUSE;   /* redelivered after the rate timer */
+  cti_rate_consume(t, CTI_RECV, len);
   if(t->sink.kind == CT_SINK_STREAM) {
     struct ct_callbacks *cb = &t->loop->config.callbacks;
     if(cb->on_data)
@@ -450,6 +453,8 @@ static size_t read_cb(char *buffer, size_t size, size_t nitems, void *userp)
   size_t want = cap;
   ssize_t n;
 
+  if(cti_rate_blocked(t, CTI_SEND))
+    return CURL_READFUNC_PAUSE;
   if(t->body_kind == CT_BODY_PULL) {
     struct ct_callbacks *cb = &t->loop->config.callbacks;
     int64_t got = cb->on_read ? cb->on_read(t->ctx, buffer, cap) : -1;
@@ -458,6 +463,7 @@ static size_t read_cb(char *buffer, size_t size, size_t nitems, void *userp)
       return CURL_READFUNC_ABORT;
     }
     t->body_pos += got;
+    cti_rate_consume(t, CTI_SEND, (size_t)got);
     return (size_t)got;
   }
   if(t->body_kind != CT_BODY_FILE)
@@ -482,6 +488,7 @@ static size_t read_cb(char *buffer, size_t size, size_t nitems, void *userp)
     return CURL_READFUNC_ABORT;
   }
   t->body_pos += n;
+  cti_rate_consume(t, CTI_SEND, (size_t)n);
   return (size_t)n;
 }
 
@@ -680,12 +687,7 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     SETOPT(CURLOPT_LOW_SPEED_LIMIT, (long)t->spec.low_speed_limit);
     SETOPT(CURLOPT_LOW_SPEED_TIME, (long)t->spec.low_speed_time_s);
   }
-  if(t->spec.max_recv_speed > 0)
-    SETOPT(CURLOPT_MAX_RECV_SPEED_LARGE,
-           (curl_off_t)t->spec.max_recv_speed);
-  if(t->spec.max_send_speed > 0)
-    SETOPT(CURLOPT_MAX_SEND_SPEED_LARGE,
-           (curl_off_t)t->spec.max_send_speed);
+  /* max_recv_speed / max_send_speed: token buckets in ct_ratelimit.c. */
   if(t->userpwd) {
     SETOPT(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
     SETOPT(CURLOPT_USERPWD, t->userpwd);

@@ -1,0 +1,80 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+import Transfer
+
+@Suite("Bandwidth limits")
+struct DownloadBandwidthTests {
+    @Test("a per-task limit holds, and lifting it while running lets the task finish at full speed")
+    func perTask() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let count = 16 << 20
+        let done = Completion<DownloadOutcome>()
+        let task = session.downloadTask(with: Request(url: server.url("/bytes/\(count)?seed=71")),
+                                        to: directory.file("limited.bin"), completionHandler: done.handler)
+        task.setSpeedLimit(receive: 1 << 20)
+        let started = Date()
+        let atLift = Mutex<(Double, Int64)?>(nil)
+        task.whenReceived(3 << 20) { task in
+            atLift.withLock { $0 = (Date().timeIntervalSince(started), task.countOfBytesReceived) }
+            task.setSpeedLimit(receive: 0)
+        }
+        task.resume()
+        let outcome = try await done.result()
+        let total = Date().timeIntervalSince(started)
+
+        #expect(outcome.error == nil)
+        let (liftTime, _) = try #require(atLift.withLock { $0 })
+        // 3 MiB at 1 MiB/s; one libcurl read (512 KiB) may pass before the bucket pauses the transfer.
+        #expect(liftTime > 2.2 && liftTime < 4.5, "the limit held before it was lifted: \(liftTime) s")
+        // The remaining 13 MiB would take 13 s at the old limit.
+        #expect(total - liftTime < 8)
+        #expect(try FileDigest.sha256(of: directory.file("limited.bin")) == TestServer.sha256(seed: 71, count: count))
+    }
+
+    @Test("a session-wide limit is shared by running transfers and can be changed while they run")
+    func sessionWide() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let count = 8 << 20
+        session.setTotalSpeedLimit(receive: 1 << 20)
+        let started = Date()
+        let completions = (0..<2).map { _ in Completion<DownloadOutcome>() }
+        let tasks = completions.enumerated().map { index, completion in
+            session.downloadTask(with: Request(url: server.url("/bytes/\(count)?seed=\(72 + index)")),
+                                 to: directory.file("shared-\(index).bin"), completionHandler: completion.handler)
+        }
+        let liftedAt = Mutex<Double?>(nil)
+        let lifted = Atomic<Bool>(false)
+        for task in tasks {
+            task.observeProgress(.download, on: .global()) { _ in
+                let sum = tasks.reduce(Int64(0)) { $0 + $1.countOfBytesReceived }
+                if sum >= 2 << 20, !lifted.exchange(true, ordering: .relaxed) {
+                    liftedAt.withLock { $0 = Date().timeIntervalSince(started) }
+                    session.setTotalSpeedLimit(receive: 0)
+                }
+            }
+            task.resume()
+        }
+        for completion in completions { #expect(try await completion.result().error == nil) }
+        let total = Date().timeIntervalSince(started)
+
+        let lift = try #require(liftedAt.withLock { $0 })
+        // 2 MiB under a shared 1 MiB/s takes more than a second ...
+        #expect(lift > 1.3 && lift < 3.5, "\(lift) s")
+        // ... and the 14 MiB left would take 14 s under it.
+        #expect(total - lift < 8)
+        for index in 0..<2 {
+            #expect(try FileDigest.sha256(of: directory.file("shared-\(index).bin"))
+                == TestServer.sha256(seed: UInt64(72 + index), count: count))
+        }
+    }
+}
