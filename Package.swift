@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Transfer", targets: ["Transfer"]),
+        .library(name: "TransferTerminal", targets: ["TransferTerminal"]),
     ],
     dependencies: [],
     targets: [
@@ -21,12 +22,19 @@ let package = Package(
         ),
         // The Swift facade: sessions, tasks, progress, serializers, policy.
         .target(name: "Transfer", dependencies: ["CTransfer"]),
-        // A resumable download in its own process, killed by the crash tests.
+        // Terminal widgets bound to tasks: progress bar, percent label, spinner.
+        .target(name: "TransferTerminal", dependencies: ["Transfer"]),
+        // Test helper: prints reachability changes; run inside network namespaces.
+        .executableTarget(name: "reachability-probe", dependencies: ["Transfer"]),
+        // Test helper: a resumable download in its own process, killed by the crash tests.
         .executableTarget(name: "transfer-crashtest", dependencies: ["Transfer"], path: "Sources/transfer-crashtest"),
         // Test-only helpers: in-process servers, nginx fixture, certificates.
         .target(name: "TestSupport", dependencies: ["Transfer", "CTransfer"], path: "Tests/TestSupport"),
         .testTarget(name: "CTransferTests", dependencies: ["CTransfer", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
-        .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport", "transfer-crashtest"]),
+        .testTarget(
+            name: "TransferIntegrationTests",
+            dependencies: ["Transfer", "TestSupport", "reachability-probe", "transfer-crashtest"]),
+        .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer"]),
     ]
 )

@@ -25,7 +25,7 @@ extension Completion where Value == UploadOutcome {
 }
 
 /// Resident set size of this process in bytes, from /proc/self/statm.
-func residentBytes() -> Int64 {
+func uploadResidentBytes() -> Int64 {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
     guard fields.count > 1, let pages = Int64(fields[1]) else { return 0 }
@@ -77,14 +77,14 @@ struct UploadTests {
         let count = Int(ProcessInfo.processInfo.environment["TRANSFER_UPLOAD_BYTES"] ?? "") ?? (2 << 30)
         let file = directory.file("big.upload")
         try DeterministicBytes.write(seed: 52, count: count, to: file.path)
-        let before = residentBytes()
+        let before = uploadResidentBytes()
         let peak = Mutex<Int64>(before)
         let sentSeen = Mutex<Int64>(0)
         let done = Completion<UploadOutcome>()
 
         let task = session.uploadTask(with: Request(url: nginx.uploadURL(.http), method: .put), fromFile: file,
                                       progress: { progress in
-                                          let rss = residentBytes()
+                                          let rss = uploadResidentBytes()
                                           peak.withLock { $0 = max($0, rss) }
                                           sentSeen.withLock { $0 = max($0, progress.completedUnitCount) }
                                       }, completionHandler: done.handler)

@@ -7,4 +7,5 @@
 #include "ct_loop.h"
 #include "ct_tls.h"
 #include "ct_digest.h"
+#include "ct_netlink.h"
 #endif

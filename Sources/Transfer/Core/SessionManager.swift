@@ -18,7 +18,7 @@ public final class SessionManager: Sendable {
     let temporaryDirectory: URL
     /// Batches engine-thread events onto `delegateQueue`.
     let mailbox: Mailbox
-    private let state: Mutex<State>
+    private let state: Protected<State>
     private static let identifiers = Atomic<Int>(0)
 
     struct State {
@@ -45,7 +45,7 @@ public final class SessionManager: Sendable {
         mailbox = engine.mailbox
         temporaryDirectory = URL(fileURLWithPath: NSTemporaryDirectory())
             .appendingPathComponent("transfer-\(getpid())", isDirectory: true)
-        state = Mutex(State())
+        state = Protected(State())
         delegateQueue.setSpecific(key: queueKey, value: true)
     }
 
@@ -226,6 +226,20 @@ public final class SessionManager: Sendable {
         return register(task)
     }
 
+    /// A download to a fixed destination with only a completion handler.
+    public func downloadTask(with request: Request, to destination: URL,
+                             completionHandler: @escaping DownloadTask.CompletionHandler) -> DownloadTask
+    {
+        downloadTask(with: request, to: destination, progress: nil, completionHandler: completionHandler)
+    }
+
+    /// A download with a destination closure and a completion handler (no progress closure).
+    public func downloadTask(with request: Request, destination: DownloadTask.Destination?,
+                             completionHandler: @escaping DownloadTask.CompletionHandler) -> DownloadTask
+    {
+        downloadTask(with: request, progress: nil, destination: destination, completionHandler: completionHandler)
+    }
+
     /// Continues a download from resume data made by
     /// ``DownloadTask/cancel(byProducingResumeData:)``: `Range` + `If-Range`;
     /// a server that ignores the range or a changed file restarts from zero.
@@ -292,7 +306,11 @@ public final class SessionManager: Sendable {
     func forget(_ task: TransferTask) {
         let lastAfterInvalidation = state.withLock { state -> Bool in
             state.tasks.removeValue(forKey: task.taskIdentifier)
-            state.adopted.removeValue(forKey: ObjectIdentifier(task))
+            // A data task that became a download keeps routing its engine
+            // events to the download task until that one completes.
+            if task is DownloadTask {
+                state.adopted = state.adopted.filter { $0.value !== task }
+            }
             return state.invalidated && state.tasks.isEmpty && !state.invalidationNotified
         }
         if lastAfterInvalidation { notifyInvalidation() }
@@ -327,7 +345,7 @@ public final class SessionManager: Sendable {
             spec.header_count = lines.count
         }
         var flags: UInt32 = 0
-        if configuration.followRedirects && hooks.taskWillPerformHTTPRedirection == nil {
+        if configuration.followRedirects && !handlesRedirectsManually {
             flags |= UInt32(CT_FLAG_FOLLOW_REDIRECTS)
         }
         if request.method == .head { flags |= UInt32(CT_FLAG_NO_BODY) }
@@ -353,6 +371,38 @@ public final class SessionManager: Sendable {
 
     // MARK: - Events from tasks (delegate queue unless noted)
 
+    /// Redirects go through Swift when someone may want to see or change them.
+    var handlesRedirectsManually: Bool {
+        state.withLock { configuration.followRedirects && ($0.hooks.taskWillPerformHTTPRedirection != nil || $0.delegate != nil) }
+    }
+
+    /// 401 challenges go to a hook or the delegate when one is set.
+    var handlesChallenges: Bool {
+        state.withLock {
+            $0.hooks.taskDidReceiveChallenge != nil || $0.hooks.sessionDidReceiveChallenge != nil || $0.delegate != nil
+        }
+    }
+
+    /// The hook and the delegate, read once under the lock.
+    var observers: (hooks: SessionHooks, delegate: (any SessionDelegate)?) {
+        state.withLock { ($0.hooks, $0.delegate) }
+    }
+
+    func willPerformRedirection(task: TransferTask, response: HTTPResponse, newRequest: Request) -> Request? {
+        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        if let hook = hooks.taskWillPerformHTTPRedirection { return hook(self, task, response, newRequest) }
+        if let delegate { return delegate.session(self, task: task, willPerformRedirection: response, newRequest: newRequest) }
+        return newRequest
+    }
+
+    func didReceiveChallenge(task: TransferTask, challenge: AuthenticationChallenge) -> ChallengeDisposition {
+        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        if let hook = hooks.taskDidReceiveChallenge { return hook(self, task, challenge) }
+        if let hook = hooks.sessionDidReceiveChallenge { return hook(self, challenge) }
+        if let delegate { return delegate.session(self, task: task, didReceive: challenge) }
+        return .performDefaultHandling
+    }
+
     /// Any thread: the task was just started.
     func taskDidResume(_ task: TransferTask) {}
 
@@ -377,13 +427,14 @@ public final class SessionManager: Sendable {
         }
         postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
 
+        // Out of the task lists before anyone hears of the completion.
+        forget(task)
         if let download = task as? DownloadTask {
             download.callCompletion(error: error)
         } else if let data = task as? DataTask {
             data.callCompletion(error: error)
         }
         task.fireWaiter()
-        forget(task)
     }
 
     /// Runs `body` on the completion queue, inside the completion group.

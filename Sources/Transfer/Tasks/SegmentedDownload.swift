@@ -29,7 +29,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     let session: SessionManager
     private let completionHandler: CompletionHandler?
     private let progressHandler: (@Sendable (TransferProgress) -> Void)?
-    private let core = Mutex(Core())
+    private let core = Protected(Core())
 
     private struct Core {
         var state: TaskState = .suspended
@@ -213,7 +213,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
             fail(error)
             return
         }
-        let captured = Mutex<ResponseHead?>(nil)
+        let captured = Protected<ResponseHead?>(nil)
         let events = TransferEvents(
             onResponse: { head in captured.withLock { $0 = head } },
             onProgress: nil, onData: nil,

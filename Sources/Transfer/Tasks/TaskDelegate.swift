@@ -8,7 +8,7 @@ import Synchronization
 final class TaskDelegate: Sendable {
     let uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
     let downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
-    private let progressObjects = Mutex<ProgressPair?>(nil)
+    private let progressObjects = Protected<ProgressPair?>(nil)
     private let listening: Atomic<Bool>
 
     init(uploadProgress: (@Sendable (TransferProgress) -> Void)?,
@@ -38,7 +38,7 @@ final class TaskDelegate: Sendable {
 
     /// The counts last handed to each closure: a direction whose counts did
     /// not move is not reported again (100 % arrives exactly once).
-    private let lastDelivered = Mutex<(upload: [Int64], download: [Int64])>(([], []))
+    private let lastDelivered = Protected<(upload: [Int64], download: [Int64])>(([], []))
 
     /// On the delegate queue.
     func progressDidChange(task: TransferTask, upload: TransferProgress, download: TransferProgress) {
