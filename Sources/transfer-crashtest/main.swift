@@ -1,22 +1,30 @@
 // transfer-crashtest: a resumable download in its own process, for the
 // kill -9 tests (TransferIntegrationTests/DownloadCrashTests). Not installed.
 //
-//   transfer-crashtest URL DESTINATION [JOURNAL_INTERVAL_BYTES] [SEGMENTS]
+//   transfer-crashtest URL DESTINATION [INTERVAL_BYTES] [SEGMENTS] [KILL_AT_BYTES] [BYTES_PER_SEC]
 //
-// Exit 0 and prints "ok" when the file is in place; exit 1 with the error.
+// With KILL_AT_BYTES > 0 the process sends itself SIGKILL once progress
+// reaches that count: a kill -9 at a chosen point of the download that does
+// not depend on how fast a loaded machine schedules the test. Exit 0 and
+// prints "ok" when the file is in place; exit 1 with the error.
 import Dispatch
 import Foundation
 import Transfer
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, let url = URL(string: arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: transfer-crashtest URL DESTINATION [INTERVAL] [SEGMENTS]\n".utf8))
+    FileHandle.standardError.write(Data("usage: transfer-crashtest URL DESTINATION [INTERVAL] [SEGMENTS] [KILL_AT] [RATE]\n".utf8))
     exit(2)
 }
+func argument(_ index: Int) -> Int64 { arguments.count > index ? Int64(arguments[index]) ?? 0 : 0 }
 let destination = URL(fileURLWithPath: arguments[2])
-let interval = arguments.count > 3 ? Int64(arguments[3]) ?? 0 : 0
-let segments = arguments.count > 4 ? Int(arguments[4]) ?? 1 : 1
-let options = DownloadOptions(resumable: true, journalIntervalBytes: interval, journalIntervalMilliseconds: 50)
+let segments = max(1, Int(argument(4)))
+let killAt = argument(5)
+let options = DownloadOptions(resumable: true, speedLimit: argument(6), journalIntervalBytes: argument(3),
+                              journalIntervalMilliseconds: 50)
+let progress: @Sendable (TransferProgress) -> Void = { progress in
+    if killAt > 0 && progress.completedUnitCount >= killAt { kill(getpid(), SIGKILL) }
+}
 
 do {
     let session = try SessionManager()
@@ -24,16 +32,18 @@ do {
     nonisolated(unsafe) var failure: TransferError?  // written before signal(), read after wait()
     if segments > 1 {
         let download = session.segmentedDownload(with: Request(url: url), to: destination, segments: segments,
-                                                 options: options, completionHandler: { _, _, error in
-            failure = error
-            done.signal()
-        })
+                                                 options: options, progress: progress,
+                                                 completionHandler: { _, _, error in
+                                                     failure = error
+                                                     done.signal()
+                                                 })
         download.resume()
     } else {
-        session.downloadTask(with: Request(url: url), to: destination, options: options, completionHandler: { _, _, error in
-            failure = error
-            done.signal()
-        }).resume()
+        session.downloadTask(with: Request(url: url), to: destination, options: options, progress: progress,
+                             completionHandler: { _, _, error in
+                                 failure = error
+                                 done.signal()
+                             }).resume()
     }
     done.wait()
     if let failure {

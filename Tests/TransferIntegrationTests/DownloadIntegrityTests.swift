@@ -55,15 +55,17 @@ struct DownloadIntegrityTests {
         let server = try TestServer()
         defer { server.stop() }
         let directory = try TemporaryDirectory()
-        let count = 8 << 20
-        let url = server.url("/bytes/\(count)?seed=13&rate=4194304")
+        let count = 16 << 20
+        let url = server.url("/bytes/\(count)?seed=13")
         let destination = directory.file("resumed.bin")
         let options = DownloadOptions(resumable: true, expectedSHA256: TestServer.sha256(seed: 13, count: count))
         let session = try SessionManager()
         defer { session.invalidateAndCancel() }
 
         let first = Completion<DownloadOutcome>()
-        let task = session.downloadTask(with: Request(url: url), to: destination, options: options,
+        var limited = options
+        limited.speedLimit = 1 << 20
+        let task = session.downloadTask(with: Request(url: url), to: destination, options: limited,
                                         completionHandler: first.handler)
         task.whenReceived(1 << 20) { $0.cancel() }
         task.resume()
