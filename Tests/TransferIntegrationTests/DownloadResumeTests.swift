@@ -202,3 +202,65 @@ struct DownloadResumeTests {
         #expect(try FileDigest.sha256(of: destination) == TestServer.sha256(seed: 7, count: Self.size))
     }
 }
+
+@Suite("Download resume edge cases")
+struct DownloadResumeEdgeTests {
+    @Test("a part file the journal says is complete (killed before the rename) is finished, not refetched or 416")
+    func completePartFile() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let count = 1 << 20
+        let url = server.url("/bytes/\(count)?seed=91")
+        let destination = directory.file("done.bin")
+        try TestServer.bytes(seed: 91, count: count).write(to: URL(fileURLWithPath: destination.path + ".part"))
+        let journal = """
+            transfer-journal 1
+            url \(url.absoluteString)
+            etag \(TestServer.etag(seed: 91, count: count))
+            last-modified \(TestServer.lastModified)
+            range -1 -1
+            length \(count)
+            durable \(count)
+            end
+
+            """
+        try journal.write(toFile: destination.path + ".part.journal", atomically: true, encoding: .utf8)
+        let done = Completion<DownloadOutcome>()
+
+        session.downloadTask(with: Request(url: url), to: destination, options: DownloadOptions(resumable: true),
+                             completionHandler: done.handler).resume()
+        let outcome = try await done.result()
+
+        #expect(outcome.error == nil)
+        #expect(outcome.response?.statusCode == 206)
+        #expect(server.requests.last?.header("range") == "bytes=\(count - 1)-")
+        #expect(try FileDigest.sha256(of: destination) == TestServer.sha256(seed: 91, count: count))
+    }
+
+    @Test("a torn or foreign journal is ignored and the download starts clean")
+    func tornJournal() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let count = 1 << 20
+        let url = server.url("/bytes/\(count)?seed=92")
+        let destination = directory.file("torn.bin")
+        try Data(repeating: 0xAA, count: count / 2).write(to: URL(fileURLWithPath: destination.path + ".part"))
+        try "transfer-journal 1\nurl \(url.absoluteString)\ndurable 524288\n"  // no "end": torn
+            .write(toFile: destination.path + ".part.journal", atomically: true, encoding: .utf8)
+        let done = Completion<DownloadOutcome>()
+
+        session.downloadTask(with: Request(url: url), to: destination, options: DownloadOptions(resumable: true),
+                             completionHandler: done.handler).resume()
+        let outcome = try await done.result()
+
+        #expect(outcome.error == nil)
+        #expect(server.requests.last?.header("range") == nil)
+        #expect(try FileDigest.sha256(of: destination) == TestServer.sha256(seed: 92, count: count))
+    }
+}

@@ -98,10 +98,15 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
             // Bytes past `durable` were never confirmed: drop them.
             truncate(partPath, off_t(journal.durable)) == 0
         {
-            spec.resume_offset = journal.durable
+            // A part file that may already be complete (killed between the
+            // last journal update and the rename) would get 416 for
+            // "bytes=<length>-": ask again for its last byte instead.
+            let complete = journal.length < 0 || journal.durable >= journal.length
+            let offset = complete ? journal.durable - 1 : journal.durable
+            spec.resume_offset = offset
             spec.if_range = UnsafePointer(strings.make(journal.validator))
-            startOffset.withLock { $0 = journal.durable }
-            core.withLock { $0.download.resumeOffset = journal.durable }
+            startOffset.withLock { $0 = offset }
+            core.withLock { $0.download.resumeOffset = offset }
         } else {
             unlink(partPath)
             unlink(journalPath)
