@@ -20,7 +20,7 @@ struct DownloadBandwidthTests {
                                         to: directory.file("limited.bin"), completionHandler: done.handler)
         task.setSpeedLimit(receive: 64 << 10)
         let started = Date()
-        let atLift = Mutex<(Double, Int64)?>(nil)
+        let atLift = Locked<(Double, Int64)?>(nil)
         task.whenReceived(600 << 10) { task in
             atLift.withLock { $0 = (Date().timeIntervalSince(started), task.countOfBytesReceived) }
             task.setSpeedLimit(receive: 0)
@@ -53,7 +53,7 @@ struct DownloadBandwidthTests {
             session.downloadTask(with: Request(url: server.url("/bytes/\(count)?seed=\(72 + index)")),
                                  to: directory.file("shared-\(index).bin"), completionHandler: completion.handler)
         }
-        let liftedAt = Mutex<Double?>(nil)
+        let liftedAt = Locked<Double?>(nil)
         let lifted = Atomic<Bool>(false)
         for task in tasks {
             task.observeProgress(.download, on: .global()) { _ in

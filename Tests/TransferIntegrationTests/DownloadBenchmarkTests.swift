@@ -48,6 +48,34 @@ struct DownloadBenchmarkTests {
         #expect(ratio < 1.02)
     }
 
+    @Test("a 4 GiB download keeps peak RSS growth under 48 MiB")
+    func largeDownloadMemory() async throws {
+        let nginx = try NginxFixture.shared()
+        let count = 4 << 30
+        let file = try nginx.ensureFile(size: count, seed: 63)
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let before = uploadResidentBytes()
+        let peak = Locked<Int64>(before)
+        let done = Completion<DownloadOutcome>()
+        let started = Date()
+        session.downloadTask(with: Request(url: nginx.url(.http, file.path)), to: directory.file("4g.bin"),
+                             options: DownloadOptions(resumable: true, expectedSHA256: file.sha256),
+                             progress: { _ in
+                                 let rss = uploadResidentBytes()
+                                 peak.withLock { $0 = max($0, rss) }
+                             }, completionHandler: done.handler).resume()
+        let outcome = try await done.result(timeout: .seconds(600))
+        let seconds = Date().timeIntervalSince(started)
+
+        #expect(outcome.error == nil)
+        let growth = peak.withLock { $0 } - before
+        print(String(format: "4 GiB resumable + SHA-256 download: %.1f s (%.0f MiB/s), peak RSS growth %lld MiB",
+                     seconds, 4096 / seconds, growth >> 20))
+        #expect(growth < 48 << 20)
+    }
+
     @Test("4 segments reach at least 3.5x one rate-limited connection")
     func segmentedSpeedup() async throws {
         let nginx = try NginxFixture.shared()

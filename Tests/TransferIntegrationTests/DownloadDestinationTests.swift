@@ -13,7 +13,7 @@ struct DownloadDestinationTests {
         let session = try SessionManager()
         defer { session.invalidateAndCancel() }
         let directory = try TemporaryDirectory()
-        let seen = Mutex<(URL, Int)?>(nil)
+        let seen = Locked<(URL, Int)?>(nil)
         let done = Completion<DownloadOutcome>()
 
         let task = session.downloadTask(with: Request(url: server.url("/bytes/100000?seed=81")), destination: { temporary, response in
@@ -61,7 +61,7 @@ struct DownloadDestinationTests {
         // A regular file where a directory is needed: the move cannot succeed.
         try Data("x".utf8).write(to: directory.file("blocker"))
         let notified = Completion<Bool>()
-        let seenTemporary = Mutex<URL?>(nil)
+        let seenTemporary = Locked<URL?>(nil)
         let done = Completion<DownloadOutcome>()
         let task = session.downloadTask(with: Request(url: server.url("/bytes/5000?seed=83")), destination: { temporary, _ in
             seenTemporary.withLock { $0 = temporary }

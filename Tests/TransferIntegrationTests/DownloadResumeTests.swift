@@ -27,14 +27,14 @@ struct DownloadResumeTests {
         defer { server.stop() }
         let session = try SessionManager()
         defer { session.invalidateAndCancel() }
-        let offsets = Mutex<[Int64]>([])
+        let offsets = Locked<[Int64]>([])
         session.hooks.downloadTaskDidResume = { _, _, offset, _ in offsets.withLock { $0.append(offset) } }
         let url = server.url("/bytes/\(Self.size)?seed=3")
         let directory = try TemporaryDirectory()
 
         let data = try await resumeData(session, url)
         let done = Completion<DownloadOutcome>()
-        let firstProgress = Mutex<Int64?>(nil)
+        let firstProgress = Locked<Int64?>(nil)
         let task = try session.downloadTask(withResumeData: data, progress: { progress in
             firstProgress.withLock { if $0 == nil { $0 = progress.completedUnitCount } }
         }, destination: { _, _ in directory.file("out.bin") }, completionHandler: done.handler)
@@ -57,7 +57,7 @@ struct DownloadResumeTests {
         defer { server.stop() }
         let session = try SessionManager()
         defer { session.invalidateAndCancel() }
-        let offsets = Mutex<[Int64]>([])
+        let offsets = Locked<[Int64]>([])
         session.hooks.downloadTaskDidResume = { _, _, offset, _ in offsets.withLock { $0.append(offset) } }
         let url = server.url("/bytes/\(Self.size)?seed=4&ranges=0")
         let directory = try TemporaryDirectory()
@@ -150,7 +150,7 @@ struct DownloadResumeTests {
         // Second "process": continues from the journal.
         let session = try SessionManager()
         defer { session.invalidateAndCancel() }
-        let offsets = Mutex<[Int64]>([])
+        let offsets = Locked<[Int64]>([])
         session.hooks.downloadTaskDidResume = { _, _, offset, _ in offsets.withLock { $0.append(offset) } }
         let done = Completion<DownloadOutcome>()
         session.downloadTask(with: Request(url: url), to: destination, options: options, completionHandler: done.handler)

@@ -18,7 +18,7 @@ struct DownloadSegmentedTests {
         let directory = try TemporaryDirectory()
         let count = 256 << 20
         let destination = directory.file("big.bin")
-        let maxSeen = Mutex<Int64>(0)
+        let maxSeen = Locked<Int64>(0)
         let download = session.segmentedDownload(with: Request(url: server.url("/bytes/\(count)?seed=21")),
                                                  to: destination, segments: segments)
         download.observeProgress(.download, on: .global()) { progress in

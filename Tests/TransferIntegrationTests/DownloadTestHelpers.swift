@@ -14,7 +14,7 @@ struct DownloadOutcome: Sendable {
 /// A one-shot result delivered by a callback and awaited by the test, with a deadline.
 final class Completion<Value: Sendable>: Sendable {
     init() {}
-    private let state = Mutex<(value: Value?, waiter: CheckedContinuation<Value?, Never>?)>((nil, nil))
+    private let state = Locked<(value: Value?, waiter: CheckedContinuation<Value?, Never>?)>((nil, nil))
 
     func fulfil(_ value: Value) {
         let waiter = state.withLock { state -> CheckedContinuation<Value?, Never>? in

@@ -41,7 +41,7 @@ struct UploadTests {
         let session = try SessionManager()
         defer { session.invalidateAndCancel() }
         let body = TestServer.bytes(seed: 51, count: 3 << 20)
-        let full = Mutex<Int>(0)
+        let full = Locked<Int>(0)
         let done = Completion<UploadOutcome>()
 
         let task = session.uploadTask(with: Request(url: server.url("/upload"), method: .post), from: body,
@@ -78,8 +78,8 @@ struct UploadTests {
         let file = directory.file("big.upload")
         try DeterministicBytes.write(seed: 52, count: count, to: file.path)
         let before = uploadResidentBytes()
-        let peak = Mutex<Int64>(before)
-        let sentSeen = Mutex<Int64>(0)
+        let peak = Locked<Int64>(before)
+        let sentSeen = Locked<Int64>(0)
         let done = Completion<UploadOutcome>()
 
         let task = session.uploadTask(with: Request(url: nginx.uploadURL(.http), method: .put), fromFile: file,
@@ -110,7 +110,7 @@ struct UploadTests {
         let session = try SessionManager()
         defer { session.invalidateAndCancel() }
         let body = TestServer.bytes(seed: 53, count: 1 << 20)
-        let asked = Mutex<Int>(0)
+        let asked = Locked<Int>(0)
         session.hooks.taskNeedNewBodyStream = { _, _ in
             asked.withLock { $0 += 1 }
             return InputStream(data: body)
