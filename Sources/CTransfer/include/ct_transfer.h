@@ -105,7 +105,7 @@ struct ct_transfer_spec {
    * can trust after truncating the part file to `durable` (segments: after
    * resuming each range from its own journal). It is rewritten when the
    * response head arrives, then at most every `journal_interval_bytes`
-   * (0: 16 MiB) or `journal_interval_ms` (0: 1000) of body, and last when
+   * (0: 64 MiB) or `journal_interval_ms` (0: 1000) of body, and last when
    * the transfer ends: removed after the part file was renamed to
    * sink_path, kept (final count) when the part file is kept. */
   const char *_Nullable journal_path;

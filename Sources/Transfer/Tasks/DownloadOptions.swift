@@ -25,7 +25,7 @@ public struct DownloadOptions: Sendable, Hashable {
     /// Receive limit in bytes per second (0: unlimited); change it later with
     /// ``TransferTask/setSpeedLimit(receive:send:)``.
     public var speedLimit: Int64
-    /// How often the journal is brought up to date, in body bytes (0: 16 MiB)
+    /// How often the journal is brought up to date, in body bytes (0: 64 MiB)
     /// and in milliseconds (0: 1000), whichever comes first.
     public var journalIntervalBytes: Int64
     public var journalIntervalMilliseconds: Int64
