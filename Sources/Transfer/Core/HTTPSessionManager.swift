@@ -185,7 +185,20 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
     ///   (Foundation percent-encodes spaces and non-ASCII letters rather than
     ///   refusing them).
     public func url(for path: String) -> URL? {
-        if path.isEmpty { return baseURL }
+        Self.resolve(path, against: baseURL)
+    }
+
+    /// ``url(for:)`` for any (already normalized) base URL.
+    static func resolve(_ path: String, against baseURL: URL?) -> URL? {
+        // NSURL resolves an empty reference to the base; Foundation on Linux
+        // returns nil, so answer RFC 3986's way here (the base, no fragment).
+        if path.isEmpty {
+            guard let baseURL, var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: true) else {
+                return nil
+            }
+            components.fragment = nil
+            return components.url
+        }
         guard let resolved = URL(string: path, relativeTo: baseURL) else { return nil }
         // Hand the engine a URL that stands alone, not a (relative, base) pair.
         return URL(string: resolved.absoluteString)
@@ -414,6 +427,8 @@ extension HTTPSessionManager {
         private let session: SessionManager
         private let success: Success?
         private let failure: Failure?
+        /// Holds the task strongly while it runs (the task holds `handler`,
+        /// which holds this object); `.done` after delivery breaks the cycle.
         private let slot = Protected<Slot>(.empty)
 
         init(manager: Protected<State>, session: SessionManager, success: Success?, failure: Failure?) {
