@@ -143,6 +143,33 @@ struct HTTPSessionManagerIntegrationTests {
         #expect((value as? JSONValue)?.objectValue?["name"] == "transfer")
     }
 
+    @Test("GET reports download progress and POST upload progress up to the whole body")
+    func progressClosures() async throws {
+        defer { finish() }
+        manager.responseSerializer = HTTPResponseSerializer()
+        let downloaded = Locked<Int64>(0)
+        let uploaded = Locked<Int64>(0)
+        let size = 4_000_000
+        let body = String(repeating: "x", count: 300_000)
+
+        let get = await call { success, failure in
+            manager.GET("bytes/\(size)?seed=2", progress: { progress in
+                downloaded.withLock { $0 = max($0, progress.completedUnitCount) }
+            }, success: success, failure: failure)
+        }
+        let post = await call { success, failure in
+            manager.POST("upload", parameters: ["b": .string(body)], progress: { progress in
+                uploaded.withLock { $0 = max($0, progress.completedUnitCount) }
+            }, success: success, failure: failure)
+        }
+
+        let data = try #require(get.outcome.value as? Data)
+        #expect(data == TestServer.bytes(seed: 2, count: size))
+        #expect(post.outcome.error == nil)
+        try await Wait.until("download progress at 100 %") { downloaded.withLock { $0 } == Int64(size) }
+        try await Wait.until("upload progress at 100 %") { uploaded.withLock { $0 } == Int64(body.utf8.count + 2) }
+    }
+
     @Test("POST sends form-encoded parameters with their Content-Type")
     func postForm() async throws {
         defer { finish() }

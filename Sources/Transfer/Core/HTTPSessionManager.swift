@@ -21,6 +21,10 @@ import Foundation
 /// streamed uploads, progress objects) is on ``session`` itself. Several
 /// managers may share one session through ``init(baseURL:session:)``.
 ///
+/// The closure verbs keep AFNetworking's upper-case names (`GET`, `POST`, ...)
+/// so code ported from Objective-C reads the same, and so they stand apart
+/// from the lower-case async/await verbs (`get`, `post`, ...).
+///
 /// Threads: every property is safe to read and write from any thread. Request
 /// building runs on the caller's thread; response serialization and
 /// `success`/`failure` run on ``completionQueue``, never on the engine thread;
@@ -158,6 +162,12 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
     public var dataTasks: [DataTask] { session.dataTasks }
     public var uploadTasks: [UploadTask] { session.uploadTasks }
     public var downloadTasks: [DownloadTask] { session.downloadTasks }
+
+    /// The upload `Progress` of `task` (see ``SessionManager/uploadProgress(for:)``).
+    public func uploadProgress(for task: TransferTask) -> Progress { session.uploadProgress(for: task) }
+
+    /// The download `Progress` of `task` (see ``SessionManager/downloadProgress(for:)``).
+    public func downloadProgress(for task: TransferTask) -> Progress { session.downloadProgress(for: task) }
 
     /// See ``SessionManager/invalidateSession(cancelPendingTasks:resetSession:)``.
     public func invalidateSession(cancelPendingTasks: Bool, resetSession: Bool = false) {
