@@ -170,6 +170,23 @@ struct HTTPSessionManagerIntegrationTests {
         try await Wait.until("upload progress at 100 %") { uploaded.withLock { $0 } == Int64(body.utf8.count + 2) }
     }
 
+    @Test("success and failure are released once called, though the task lives on")
+    func closuresReleasedAfterDelivery() async throws {
+        defer { finish() }
+        final class Token: Sendable {}
+        var token: Token? = Token()
+        weak let weakToken = token
+
+        let (task, _) = await call { [token] success, failure in
+            manager.GET("json", success: { task, value in _ = token; success(task, value) }, failure: failure)
+        }
+        token = nil
+
+        #expect(task != nil)
+        try await Wait.until("the success closure released") { weakToken == nil }
+        #expect(task?.state == .completed)
+    }
+
     @Test("POST sends form-encoded parameters with their Content-Type")
     func postForm() async throws {
         defer { finish() }

@@ -276,7 +276,7 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
             reportBuildFailure(error, to: failure)
             return nil
         }
-        let delivery = Delivery(manager: state, session: session, success: success, failure: failure)
+        let delivery = Delivery(manager: state, success: success, failure: failure)
         let task = session.dataTask(
             with: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress,
             completionHandler: delivery.handler)
@@ -376,7 +376,7 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
             reportBuildFailure(error, to: failure)
             return nil
         }
-        let delivery = Delivery(manager: state, session: session, success: success, failure: failure)
+        let delivery = Delivery(manager: state, success: success, failure: failure)
         let task = session.uploadTask(
             withStreamedRequest: request, progress: progress, completionHandler: delivery.handler)
         delivery.bind(task)
@@ -434,18 +434,16 @@ extension HTTPSessionManager {
         /// The manager's state, not the manager: a pending task then keeps no
         /// manager (and so no session) alive through its handler.
         private let manager: Protected<State>
-        private let session: SessionManager
-        private let success: Success?
-        private let failure: Failure?
+        /// Taken out when they are called: the task keeps its handler (and so
+        /// this object) for life, and user closures often capture the task.
+        private let callbacks: Protected<(success: Success?, failure: Failure?)?>
         /// Holds the task strongly while it runs (the task holds `handler`,
         /// which holds this object); `.done` after delivery breaks the cycle.
         private let slot = Protected<Slot>(.empty)
 
-        init(manager: Protected<State>, session: SessionManager, success: Success?, failure: Failure?) {
+        init(manager: Protected<State>, success: Success?, failure: Failure?) {
             self.manager = manager
-            self.session = session
-            self.success = success
-            self.failure = failure
+            callbacks = Protected((success, failure))
         }
 
         /// The session's completion handler; runs on the completion queue.
@@ -475,13 +473,17 @@ extension HTTPSessionManager {
                 return (response, data, error)
             }
             guard let (response, data, error) = early else { return }
-            session.runCompletion { [self] in deliver(task: task, response: response, data: data, error: error) }
+            task.session.runCompletion { [self] in deliver(task: task, response: response, data: data, error: error) }
         }
 
         /// Serializes with the manager's current response serializer, then
         /// calls `success` or `failure`. On the completion queue.
         private func deliver(task: DataTask, response: HTTPResponse?, data: Data?, error: TransferError?) {
-            guard success != nil || failure != nil else { return }
+            let taken = callbacks.withLock { callbacks in
+                defer { callbacks = nil }
+                return callbacks
+            }
+            guard let (success, failure) = taken, success != nil || failure != nil else { return }
             let serializer = manager.withLock { $0.responseSerializer }
             do throws(TransferError) {
                 let value = try serializer.serializedValue(response: response, data: data, error: error)
