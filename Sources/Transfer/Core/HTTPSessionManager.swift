@@ -8,7 +8,7 @@ import Foundation
 /// ```swift
 /// let api = try HTTPSessionManager(baseURL: URL(string: "https://api.example.com/v1"))
 /// api.GET("users", parameters: ["page": 2], success: { task, value in
-///     print(value as? JSONValue ?? "no body")
+///     if let json = value as? JSONValue { print(json) }
 /// }, failure: { task, error in
 ///     print(error.httpStatus ?? 0, error)
 /// })
@@ -17,8 +17,8 @@ import Foundation
 ///
 /// Composition, not inheritance: ``SessionManager`` is `final`, so this type
 /// owns one (``session``) and forwards what most callers need — tasks,
-/// hooks, the delegate, queues, invalidation. Anything else (download tasks,
-/// streamed uploads, progress objects) is on ``session`` itself. Several
+/// hooks, the delegate, queues, progress objects, invalidation. Anything else
+/// (download tasks, uploads from files) is on ``session`` itself. Several
 /// managers may share one session through ``init(baseURL:session:)``.
 ///
 /// The closure verbs keep AFNetworking's upper-case names (`GET`, `POST`, ...)
