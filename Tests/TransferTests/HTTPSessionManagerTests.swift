@@ -232,3 +232,20 @@ struct HTTPSessionManagerTests {
         #expect(manager.responseSerializer is HTTPResponseSerializer)
     }
 }
+
+@Suite("HTTPSessionManager security policy")
+struct HTTPSessionManagerSecurityPolicyTests {
+    @Test("a pinning policy on a manager without an https base URL is an error, not a crash")
+    func pinningNeedsHTTPS() throws {
+        let plain = try HTTPSessionManager(baseURL: URL(string: "http://example.com/api"))
+        defer { plain.invalidateAndCancel() }
+        let secure = try HTTPSessionManager(baseURL: URL(string: "https://example.com/api"))
+        defer { secure.invalidateAndCancel() }
+        let pinning = SecurityPolicy.policy(pinningMode: .certificate)
+
+        #expect(throws: TransferError.self) { try plain.setSecurityPolicy(pinning) }
+        #expect(plain.securityPolicy.pinningMode == .none)
+        try secure.setSecurityPolicy(pinning)
+        #expect(secure.securityPolicy.pinningMode == .certificate)
+    }
+}

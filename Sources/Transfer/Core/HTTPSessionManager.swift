@@ -117,6 +117,19 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
         try Self.validateSecurityPolicy(pinning: pinning, baseURL: baseURL)
     }
 
+    /// The session's server-trust policy (see ``SessionManager/securityPolicy``).
+    public var securityPolicy: SecurityPolicy { session.securityPolicy }
+
+    /// Installs `policy` for the manager's connections.
+    ///
+    /// - Throws: ``TransferError/Code/invalidRequest`` for a pinning policy on a
+    ///   manager whose base URL is not https, or for an invalid policy.
+    public func setSecurityPolicy(_ policy: SecurityPolicy) throws(TransferError) {
+        let pins = policy.pinningMode != .none || !policy.pinnedPublicKeyHashes.isEmpty
+        try validateSecurityPolicy(pinning: pins)
+        try session.setSecurityPolicy(policy)
+    }
+
     /// ``validateSecurityPolicy(pinning:)`` for any base URL.
     public static func validateSecurityPolicy(pinning: Bool, baseURL: URL?) throws(TransferError) {
         guard pinning else { return }
