@@ -12,18 +12,21 @@ public class DataTask: TransferTask, @unchecked Sendable {
     let completionHandler: CompletionHandler?
     private let chunks = Protected<Data?>(nil)
     private let streaming: Bool
+    /// Count the body, store nothing (benchmarks, `transfer --discard`).
+    let discardsBody: Bool
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
-         completionHandler: CompletionHandler?)
+         discardsBody: Bool = false, completionHandler: CompletionHandler?)
     {
         self.completionHandler = completionHandler
+        self.discardsBody = discardsBody
         let observers = session.observers
         self.streaming = observers.hooks.dataTaskDidReceiveData != nil || observers.delegate?.wantsDataChunks == true
         super.init(session: session, identifier: identifier, request: request, delegate: delegate)
     }
 
     override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
-        spec.sink_kind = streaming ? CT_SINK_STREAM : CT_SINK_MEMORY
+        spec.sink_kind = discardsBody ? CT_SINK_DISCARD : streaming ? CT_SINK_STREAM : CT_SINK_MEMORY
     }
 
     override func wantsDisposition() -> Bool {
