@@ -34,7 +34,8 @@ struct DownloadBandwidthTests {
         // 600 KiB at 64 KiB/s; one libcurl read (512 KiB) may pass before the bucket pauses the transfer.
         #expect(liftTime > 1.0, "the limit held before it was lifted: \(liftTime) s")
         // The remaining 7.4 MiB would take two minutes at the old limit.
-        #expect(total - liftTime < 60, "\(total - liftTime) s after the lift")
+        // Under a sanitizer the test server itself is too slow for an upper bound to mean anything.
+        if !underSanitizer { #expect(total - liftTime < 60, "\(total - liftTime) s after the lift") }
         #expect(try FileDigest.sha256(of: directory.file("limited.bin")) == TestServer.sha256(seed: 71, count: count))
     }
 
@@ -73,7 +74,7 @@ struct DownloadBandwidthTests {
         // read (up to 512 KiB) overshoots, about 12 s when reads are small ...
         #expect(lift > 1.5, "\(lift) s")
         // ... and the 6.8 MiB left would take over a minute under it.
-        #expect(total - lift < 40, "\(total - lift) s after the lift")
+        if !underSanitizer { #expect(total - lift < 40, "\(total - lift) s after the lift") }
         for index in 0..<2 {
             #expect(try FileDigest.sha256(of: directory.file("shared-\(index).bin"))
                 == TestServer.sha256(seed: UInt64(72 + index), count: count))

@@ -27,7 +27,7 @@ final class Completion<Value: Sendable>: Sendable {
     }
 
     /// The value, or nil when `timeout` passed first.
-    func wait(timeout: Duration = .seconds(60)) async -> Value? {
+    func wait(timeout: Duration = defaultDeadline) async -> Value? {
         let deadline = DispatchTime.now() + .nanoseconds(Int(timeout.components.seconds * 1_000_000_000))
         return await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> Value?? in
@@ -52,12 +52,19 @@ final class Completion<Value: Sendable>: Sendable {
 
 enum DownloadTestError: Error { case timedOut(String) }
 
+/// scripts/test.sh sets TRANSFER_TEST_SANITIZER=1 for its TSan/ASan runs: big payloads shrink
+/// and deadlines grow, since everything runs several times slower.
+let underSanitizer = ProcessInfo.processInfo.environment["TRANSFER_TEST_SANITIZER"] != nil
+
+/// The default deadline of a download or upload in these tests.
+let defaultDeadline: Duration = underSanitizer ? .seconds(600) : .seconds(60)
+
 extension Completion where Value == DownloadOutcome {
     var handler: DownloadTask.CompletionHandler {
         { [self] response, url, error in fulfil(DownloadOutcome(response: response, url: url, error: error)) }
     }
 
-    func result(timeout: Duration = .seconds(60)) async throws -> DownloadOutcome {
+    func result(timeout: Duration = defaultDeadline) async throws -> DownloadOutcome {
         guard let value = await wait(timeout: timeout) else { throw DownloadTestError.timedOut("download") }
         return value
     }
