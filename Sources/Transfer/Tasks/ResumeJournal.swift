@@ -57,9 +57,4 @@ struct ResumeJournal: Sendable, Hashable {
         var info = stat()
         return stat(path, &info) == 0 ? Int64(info.st_size) : -1
     }
-
-    /// Removes `path` and syncs its directory, ignoring a missing file.
-    static func remove(_ path: String) {
-        unlink(path)
-    }
 }

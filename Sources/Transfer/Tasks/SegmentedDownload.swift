@@ -369,7 +369,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         spec.range_start = segment.start
         spec.range_end = segment.end
         spec.resume_offset = segment.resumeOffset
-        spec.if_range = UnsafePointer(strings.make(core.withLock { _ in validatorFor(segment, validator) }))
+        spec.if_range = UnsafePointer(strings.make(validator))
         spec.flags |= UInt32(CT_FLAG_FAIL_ON_RANGE_IGNORED) | UInt32(CT_FLAG_NO_PREALLOCATE)
         if options.resumable {
             spec.flags |= UInt32(CT_FLAG_KEEP_PARTIAL)
@@ -398,8 +398,6 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
             if cancelNow { session.engine.cancel(id, keepPartial: options.resumable) }
         }
     }
-
-    private func validatorFor(_ segment: Segment, _ validator: String?) -> String? { validator }
 
     /// On the delegate queue (or the caller's, for a refused submit).
     private func segmentDidFinish(_ segment: Segment, error: TransferError?) {
