@@ -908,11 +908,16 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
       text = t->errbuf;
     else if(cc != CURLE_OK)
       text = curl_easy_strerror(cc);
-    if(r.sys_errno && code == CT_E_SINK_IO)
-      snprintf(r.message, sizeof(r.message), "%s: %s", text ? text : "",
-               strerror(r.sys_errno));
-    else
-      cti_copy_message(r.message, sizeof(r.message), text ? text : "");
+    cti_copy_message(r.message, sizeof(r.message), text ? text : "");
+    if(r.sys_errno && code == CT_E_SINK_IO) {
+      /* "what failed: why", cut to fit; the errno is in sys_errno too. */
+      size_t used = strlen(r.message);
+      if(used + 3 < sizeof(r.message)) {
+        memcpy(r.message + used, ": ", 3);
+        cti_copy_message(r.message + used + 2, sizeof(r.message) - used - 2,
+                         strerror(r.sys_errno));
+      }
+    }
   }
   cti_transfer_emit_progress(t, 1);
   if(cb->on_finish)
