@@ -12,7 +12,7 @@ scripts/bootstrap.sh
 
 echo "== lint: C engine with -Wall -Wextra -Werror"
 for f in Sources/CTransfer/*.c; do
-    cc -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -ISources/CTransfer/include -ISources/CTransfer "$f"
+    cc -std=gnu11 -O2 -c -o /dev/null -Wall -Wextra -Werror -ISources/CTransfer/include -ISources/CTransfer "$f"
 done
 
 echo "== build + test"
