@@ -1,4 +1,5 @@
 import Foundation
+import Transfer
 
 /// Small parsers for option values; each returns nil on bad input so the
 /// caller can report a usage error naming the flag.
@@ -61,64 +62,17 @@ enum Parse {
     }
 }
 
-/// File names for `-O`: from Content-Disposition or the URL path, sanitised.
+/// File names for `-O`: the library's ``HTTPResponse/suggestedFilename``
+/// when Content-Disposition names one, else the requested URL's last path
+/// component (as curl does, not the URL after redirects); then no leading
+/// dots, so no hidden files either.
 enum RemoteName {
-    /// The name to store a body under; never empty, never a path.
-    static func make(contentDisposition: String?, url: URL) -> String {
-        if let header = contentDisposition, let raw = fromContentDisposition(header),
-            let name = sanitize(raw)
-        {
+    static func make(response: HTTPResponse, requestURL: URL) -> String {
+        if response.headers["Content-Disposition"] != nil, let name = sanitize(response.suggestedFilename) {
             return name
         }
-        let last = url.path.split(separator: "/").last.map(String.init) ?? ""
-        let decoded = last.removingPercentEncoding ?? last
-        return sanitize(decoded) ?? "index.html"
-    }
-
-    /// The filename (RFC 6266: `filename*` wins over `filename`), undecorated.
-    static func fromContentDisposition(_ header: String) -> String? {
-        var plain: String?
-        var extended: String?
-        for parameter in splitParameters(header).dropFirst() {
-            guard let equals = parameter.firstIndex(of: "=") else { continue }
-            let key = parameter[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            var value = parameter[parameter.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            if key == "filename*" {
-                // charset'language'percent-encoded
-                let pieces = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
-                if pieces.count == 3 { extended = String(pieces[2]).removingPercentEncoding }
-            } else if key == "filename" {
-                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
-                    value = String(value.dropFirst().dropLast()).replacingOccurrences(of: "\\\"", with: "\"")
-                }
-                plain = value
-            }
-        }
-        return extended ?? plain
-    }
-
-    /// Splits on `;` outside double quotes.
-    private static func splitParameters(_ header: String) -> [String] {
-        var parts: [String] = []
-        var current = ""
-        var quoted = false
-        var escaped = false
-        for character in header {
-            if escaped {
-                escaped = false
-            } else if character == "\\" && quoted {
-                escaped = true
-            } else if character == "\"" {
-                quoted.toggle()
-            } else if character == ";" && !quoted {
-                parts.append(current)
-                current = ""
-                continue
-            }
-            current.append(character)
-        }
-        parts.append(current)
-        return parts
+        let last = requestURL.path.split(separator: "/").last.map(String.init) ?? ""
+        return sanitize(last.removingPercentEncoding ?? last) ?? "download"
     }
 
     /// Keeps the last path component (of `/` or `\`), drops control

@@ -3,18 +3,19 @@ import Transfer
 
 /// Flags whose library part is built on other branches (downloads,
 /// security, serialization). Each is parsed and validated here and reaches
-/// the runner through this one value, so wiring the library API later means
+/// the runner through this one value, so wiring the library API means
 /// changing this file and the few call sites that read it.
 ///
 /// Present state:
-/// - `--limit-rate`: the public API has only a session-wide limit, so each
-///   transfer runs in its own session with that limit (at the cost of one
-///   engine thread per running transfer). `--limit-rate-total` with several
-///   URLs becomes an even per-transfer share (RunPlan), because the engine
-///   enforces the session-wide limit for a single transfer only.
-/// - `--segments N>1`: one connection is used (a note says so unless -s).
-/// - `--sha256`: not supported yet (needs the streaming digest).
-/// - `--resume`: not supported yet (needs the journal of the downloads branch).
+/// - `--limit-rate`: ``DownloadOptions/speedLimit`` for downloads,
+///   ``TransferTask/setSpeedLimit(receive:send:)`` for the others;
+///   `--limit-rate-total` is the session's limit and, with several URLs, an
+///   even per-transfer share as well (RunPlan), because the engine enforces
+///   the session-wide limit for a single transfer only.
+/// - `--segments N`: ``SessionManager/segmentedDownload(with:to:segments:options:progress:completionHandler:)``
+///   for bodiless downloads (falls back to one connection without ranges).
+/// - `--sha256`, `--resume`: ``DownloadOptions`` (checked while streaming;
+///   part file and journal kept on interruption).
 /// - `--pinning-mode`, `--pin-cert`, `--pin-sha256`, `-k`,
 ///   `--allow-invalid-certificates`, `--no-validate-domain`: a
 ///   ``SecurityPolicy`` installed on the session.
@@ -29,21 +30,34 @@ struct PendingFeatures: Sendable {
     /// The server-trust flags as the library's policy (nil: the default policy).
     var securityPolicy: SecurityPolicy?
     var serializer: Serializer?
+    var expectedSHA256: String?
+    var resume: Bool
+
+    /// The options of every bodiless download.
+    var downloadOptions: DownloadOptions {
+        DownloadOptions(resumable: resume, expectedSHA256: expectedSHA256, speedLimit: perTransferRate ?? 0)
+    }
 
     init(options: Options, perTransferRate: Int64?, jobCount: Int, output: OutputTarget) throws(Failure) {
         self.perTransferRate = perTransferRate
 
         guard options.segments >= 1 else { throw Failure(.usage, "--segments: must be at least 1") }
+        guard options.segments <= 64 else { throw Failure(.usage, "--segments: at most 64") }
         segments = options.segments
 
         if let digest = options.sha256 {
-            guard Parse.sha256Hex(digest) != nil else {
+            guard let hex = Parse.sha256Hex(digest) else {
                 throw Failure(.usage, "--sha256: expected 64 hex digits")
             }
-            throw Self.notYet("--sha256", "the streaming digest of the downloads branch")
+            guard jobCount == 1 else { throw Failure(.usage, "--sha256 takes one URL") }
+            expectedSHA256 = hex
         }
-        if options.resume {
-            throw Self.notYet("--resume", "the resume journal of the downloads branch")
+        resume = options.resume
+        if resume {
+            switch output {
+            case .file, .remoteName: break
+            case .stdout, .discard: throw Failure(.usage, "--resume needs -o, -O or --output-dir")
+            }
         }
 
         securityPolicy = try Self.securityPolicy(options)
@@ -102,10 +116,6 @@ struct PendingFeatures: Sendable {
             throw Failure(.usage, "the trust flags make no valid policy: \(error.message)")
         }
         return policy
-    }
-
-    private static func notYet(_ what: String, _ needs: String) -> Failure {
-        Failure(.usage, "\(what) is not supported yet (waiting for \(needs))")
     }
 
     /// Checks a body with the library's response serializer for

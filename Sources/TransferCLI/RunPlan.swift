@@ -283,8 +283,8 @@ struct RunPlan: Sendable {
             throw Failure(.usage, "--progress: expected auto, bar, percent, spinner or none, got \(options.progress)")
         }
 
-        let features = try PendingFeatures(options: options, perTransferRate: perTransferRate, jobCount: jobs.count,
-                                           output: output)
+        let features = try PendingFeatures(options: options, perTransferRate: perTransferRate,
+                                           jobCount: jobs.count, output: output)
 
         return RunPlan(jobs: jobs, configuration: configuration, body: body, acceptStatus: accept, print: selection,
                        parallel: options.parallel, progress: style, metricsPath: options.metrics,

@@ -8,9 +8,8 @@ final class Runner: Sendable {
     let display: ProgressDisplay
     let interrupts = Interrupts()
     let metrics: MetricsWriter?
-    /// The session shared by all jobs (nil with a per-transfer rate limit,
-    /// where each job gets its own; see PendingFeatures).
-    private let sharedSession: SessionManager?
+    /// The session shared by all jobs (nil when it could not start).
+    private let session: SessionManager?
     private let sessionError: TransferError?
 
     /// What one job ended with.
@@ -22,17 +21,12 @@ final class Runner: Sendable {
         self.plan = plan
         display = ProgressDisplay(style: plan.progress)
         metrics = try plan.metricsPath.map { path throws(Failure) in try MetricsWriter(path: path) }
-        if plan.features.perTransferRate == nil {
-            do throws(TransferError) {
-                sharedSession = try Self.makeSession(plan.configuration, features: plan.features)
-                sessionError = nil
-            } catch {
-                sharedSession = nil
-                sessionError = error
-            }
-        } else {
-            sharedSession = nil
+        do throws(TransferError) {
+            session = try Self.makeSession(plan.configuration, features: plan.features)
             sessionError = nil
+        } catch {
+            session = nil
+            sessionError = error
         }
     }
 
@@ -48,9 +42,6 @@ final class Runner: Sendable {
     /// Runs everything; returns the exit code.
     func run() async -> Int32 {
         interrupts.install { [display] in display.stop() }
-        if plan.features.segments > 1 && !plan.silent {
-            Terminal.note("transfer: note: --segments is not supported yet; using one connection per file")
-        }
 
         var results = [JobResult?](repeating: nil, count: plan.jobs.count)
         let width = min(plan.parallel, plan.jobs.count)
@@ -72,7 +63,7 @@ final class Runner: Sendable {
         }
         display.stop()
         interrupts.uninstall()
-        if let session = sharedSession {
+        if let session {
             session.finishTasksAndInvalidate()
             // Let events already queued for finished tasks run, so nothing
             // holds a task when the process exits.
@@ -100,32 +91,19 @@ final class Runner: Sendable {
         if interrupts.isInterrupted {
             return JobResult(failure: Failure(.interrupted, "not started: the run was interrupted"))
         }
-        let session: SessionManager
-        if let sharedSession {
-            session = sharedSession
-        } else if let sessionError {
-            let failure = Failure(sessionError)
+        guard let session else {
+            let failure = Failure(sessionError ?? TransferError(.internalError, "no session"))
             record(job, task: nil, failure: failure)
             return JobResult(failure: failure)
-        } else {
-            var configuration = plan.configuration
-            configuration.maxTotalReceiveSpeed = plan.features.perTransferRate ?? 0
-            configuration.maxTotalSendSpeed = plan.features.perTransferRate ?? 0
-            do throws(TransferError) {
-                session = try Self.makeSession(configuration, features: plan.features)
-            } catch {
-                let failure = Failure(error)
-                record(job, task: nil, failure: failure)
-                return JobResult(failure: failure)
-            }
         }
-        defer { if sharedSession == nil { session.finishTasksAndInvalidate() } }
 
         if plan.verbose { Terminal.note(Terminal.printable("* \(request.method) \(request.url.absoluteString)")) }
         if !plan.body.isEmpty || request.method == .head {
             return await performInMemory(job, request: request, session: session)
         }
-        if job.output == .discard && plan.features.serializer == nil {
+        if job.output == .discard && plan.features.serializer == nil && plan.features.expectedSHA256 == nil
+            && plan.features.segments == 1
+        {
             return await performInMemory(job, request: request, session: session, discarding: true)
         }
         return await performDownload(job, request: request, session: session)
@@ -133,37 +111,88 @@ final class Runner: Sendable {
 
     /// Bodiless requests: the body goes to a file from the engine (the
     /// output path, a staging name for -O, or a temporary file for stdout
-    /// and --discard, which are streamed out then removed).
+    /// and --discard, which are streamed out then removed), with the
+    /// download options (resume, checksum, rate) and optionally segmented.
     private func performDownload(_ job: Job, request: Request, session: SessionManager) async -> JobResult {
         let target: String
         switch job.output {
         case .file(let path):
             target = path
         case .remoteName(let directory):
-            target = (directory as NSString).appendingPathComponent(".transfer-\(getpid())-\(job.index).download")
+            // With --resume the staging name must be the same in the next run.
+            let stem = plan.features.resume ? Self.stableName(request.url.absoluteString) : "\(getpid())-\(job.index)"
+            target = (directory as NSString).appendingPathComponent(".transfer-\(stem).download")
         case .stdout, .discard:
             target = NSTemporaryDirectory() + "/transfer-cli-\(getpid())-\(job.index).body"
         }
         let targetURL = URL(fileURLWithPath: target)
+        var options = plan.features.downloadOptions
+        options.speedLimit = taskSpeedLimit ?? 0
 
-        let (task, response, error) = await withCheckedContinuation {
-            (continuation: CheckedContinuation<(TransferTask?, HTTPResponse?, TransferError?), Never>) in
+        let response: HTTPResponse?
+        let error: TransferError?
+        let task: TransferTask?
+        var segmented: SegmentedDownload?
+        if plan.features.segments > 1 {
+            let download = DownloadBox<SegmentedDownload>()
+            (response, error) = await withCheckedContinuation {
+                (continuation: CheckedContinuation<(HTTPResponse?, TransferError?), Never>) in
+                let made = session.segmentedDownload(
+                    with: request, to: targetURL, segments: plan.features.segments, options: options,
+                    completionHandler: { response, _, error in continuation.resume(returning: (response, error)) })
+                download.value = made
+                start(made, job: job, direction: .download, cancel: { made.cancel() }, resume: { made.resume() })
+            }
+            segmented = download.value
+            task = nil
+        } else {
             let box = TaskBox()
-            let task = session.downloadTask(with: request, to: targetURL, completionHandler: { response, _, error in
-                continuation.resume(returning: (box.take(), response, error))
-            })
-            box.task = task
-            start(task, job: job, direction: .download)
+            (response, error) = await withCheckedContinuation {
+                (continuation: CheckedContinuation<(HTTPResponse?, TransferError?), Never>) in
+                let made = session.downloadTask(
+                    with: request, to: targetURL, options: options,
+                    completionHandler: { response, _, error in continuation.resume(returning: (response, error)) })
+                box.task = made
+                start(made, job: job, direction: .download)
+            }
+            task = box.task
         }
         interrupts.unregister(id: job.index)
 
         let failure = finishDownload(job, response: response, error: error, file: target)
-        if failure != nil || job.output == .stdout || job.output == .discard {
+        // A segmented download reports no TaskMetrics: count what reached the file.
+        let segmentedBytes: Int64 = segmented == nil ? 0
+            : ((try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value ?? 0)
+        if job.output == .stdout || job.output == .discard {
+            unlink(target)
+        } else if failure != nil {
+            // Only a body the library already placed can be at `target` (a
+            // refused status, a failed check after it); a resumable failure
+            // keeps `target.part` and its journal, which this leaves alone.
             unlink(target)
         }
         display.finish(id: job.index, succeeded: failure == nil)
-        record(job, task: task, failure: failure)
+        if let segmented {
+            record(job, status: segmented.response?.statusCode, metrics: nil,
+                   received: max(segmentedBytes, segmented.progress(.download).completedUnitCount), sent: 0,
+                   failure: failure)
+        } else {
+            record(job, task: task, failure: failure)
+        }
         return JobResult(failure: failure)
+    }
+
+    /// The limit each task gets (--limit-rate, or its share of --limit-rate-total).
+    private var taskSpeedLimit: Int64? { plan.features.perTransferRate }
+
+    /// A file-name-safe digest of `text` (FNV-1a, 64 bits, hex).
+    private static func stableName(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
     }
 
     private func finishDownload(_ job: Job, response: HTTPResponse?, error: TransferError?, file: String)
@@ -250,12 +279,21 @@ final class Runner: Sendable {
     /// Registers for Ctrl-C, shows progress, resumes; an interrupted run
     /// cancels instead (the completion handler still runs).
     private func start(_ task: TransferTask, job: Job, direction: ProgressDirection) {
-        guard interrupts.register(id: job.index, cancel: { task.cancel() }) else {
-            task.cancel()
+        // Downloads carry their limit in DownloadOptions (set in the engine
+        // spec before the transfer starts); other tasks only have this call.
+        if !(task is DownloadTask), let rate = taskSpeedLimit { task.setSpeedLimit(receive: rate, send: rate) }
+        start(task, job: job, direction: direction, cancel: { task.cancel() }, resume: { task.resume() })
+    }
+
+    private func start(_ transfer: any ObservableTransfer, job: Job, direction: ProgressDirection,
+                       cancel: @escaping @Sendable () -> Void, resume: () -> Void)
+    {
+        guard interrupts.register(id: job.index, cancel: cancel) else {
+            cancel()
             return
         }
-        display.add(id: job.index, label: displayName(job), task: task, direction: direction)
-        task.resume()
+        display.add(id: job.index, label: displayName(job), task: transfer, direction: direction)
+        resume()
     }
 
     private func displayName(_ job: Job) -> String {
@@ -319,8 +357,7 @@ final class Runner: Sendable {
             return nil
         case .remoteName(let directory):
             if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
-            let name = RemoteName.make(contentDisposition: response.headers["Content-Disposition"],
-                                       url: job.request?.url ?? response.url)
+            let name = RemoteName.make(response: response, requestURL: job.request?.url ?? response.url)
             let path = (directory as NSString).appendingPathComponent(name)
             if let memory { return place(memory, at: path) }
             guard let downloadedFile else { return nil }
@@ -369,22 +406,23 @@ final class Runner: Sendable {
     }
 
     private func record(_ job: Job, task: TransferTask?, failure: Failure?) {
-        if plan.verbose, let metrics = task?.metrics {
-            let seconds = String(format: "%.3f", max(0, metrics.total))
-            let reused = metrics.reusedConnection ? ", reused connection" : ""
-            Terminal.note(Terminal.printable(
-                "* \(job.urlString): \(metrics.bodyBytesReceived) bytes in \(seconds) s, HTTP/\(metrics.httpVersion)\(reused)"))
-        }
-        guard let metrics else { return }
         let taskMetrics = task?.metrics
-        metrics.write(MetricsWriter.Record(
-            url: job.urlString,
-            status: task?.response?.statusCode,
-            metrics: taskMetrics,
-            bytesReceived: taskMetrics?.bodyBytesReceived ?? task?.countOfBytesReceived ?? 0,
-            bytesSent: taskMetrics?.bodyBytesSent ?? task?.countOfBytesSent ?? 0,
-            failure: failure
-        ))
+        record(job, status: task?.response?.statusCode, metrics: taskMetrics,
+               received: taskMetrics?.bodyBytesReceived ?? task?.countOfBytesReceived ?? 0,
+               sent: taskMetrics?.bodyBytesSent ?? task?.countOfBytesSent ?? 0, failure: failure)
+    }
+
+    private func record(_ job: Job, status: Int?, metrics taskMetrics: TaskMetrics?, received: Int64, sent: Int64,
+                        failure: Failure?)
+    {
+        if plan.verbose {
+            let seconds = String(format: "%.3f", max(0, taskMetrics?.total ?? 0))
+            let version = taskMetrics.map { " HTTP/" + $0.httpVersion } ?? ""
+            let reused = taskMetrics?.reusedConnection == true ? ", reused connection" : ""
+            Terminal.note(Terminal.printable("* \(job.urlString): \(received) bytes in \(seconds) s\(version)\(reused)"))
+        }
+        metrics?.write(MetricsWriter.Record(url: job.urlString, status: status, metrics: taskMetrics,
+                                            bytesReceived: received, bytesSent: sent, failure: failure))
     }
 }
 
@@ -405,5 +443,14 @@ private final class TaskBox: Sendable {
             defer { slot = nil }
             return slot
         }
+    }
+}
+
+/// Holds an object made inside a continuation closure for use after it.
+private final class DownloadBox<T: AnyObject & Sendable>: Sendable {
+    private let slot = Locked<T?>(nil)
+    var value: T? {
+        get { slot.withLock { $0 } }
+        set { slot.withLock { $0 = newValue } }
     }
 }
