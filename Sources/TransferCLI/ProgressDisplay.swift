@@ -80,7 +80,7 @@ final class ProgressDisplay: Sendable {
             spinner.unbind()
             spinner.setSpinning(false)
         }
-        let line = element.view.render(width: max(20, display.width - 8))
+        let line = element.view.render(width: display.isInteractive ? max(20, display.width - 1) : 100)
         display.remove(element.view)
         display.printAbove(line.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
             + (succeeded ? "" : "  failed"))
