@@ -54,7 +54,7 @@ struct RunPlan: Sendable {
     var metricsPath: String?
     var verbose: Bool
     var silent: Bool
-    var features: PendingFeatures
+    var features: FeatureOptions
 
     /// A plan failure: exit 2 for usage errors, 3 for unreadable inputs.
     static func make(verb: any Verb) throws(Failure) -> RunPlan {
@@ -221,7 +221,7 @@ struct RunPlan: Sendable {
             configuration.maxTotalSendSpeed = rate
             if jobs.count > 1 {
                 // The engine enforces a session-wide limit for one transfer
-                // only (see PendingFeatures): give each transfer an even share
+                // only (see FeatureOptions): give each transfer an even share
                 // of the transfers that can run at once, so the sum stays under.
                 let share = max(1, rate / Int64(min(options.parallel, jobs.count)))
                 perTransferRate = min(perTransferRate ?? share, share)
@@ -283,7 +283,7 @@ struct RunPlan: Sendable {
             throw Failure(.usage, "--progress: expected auto, bar, percent, spinner or none, got \(options.progress)")
         }
 
-        let features = try PendingFeatures(options: options, perTransferRate: perTransferRate,
+        let features = try FeatureOptions(options: options, perTransferRate: perTransferRate,
                                            jobCount: jobs.count, output: output)
 
         return RunPlan(jobs: jobs, configuration: configuration, body: body, acceptStatus: accept, print: selection,

@@ -31,7 +31,7 @@ final class Runner: Sendable {
     }
 
     /// A session with the run's configuration and trust policy.
-    private static func makeSession(_ configuration: SessionConfiguration, features: PendingFeatures)
+    private static func makeSession(_ configuration: SessionConfiguration, features: FeatureOptions)
         throws(TransferError) -> SessionManager
     {
         let session = try SessionManager(configuration: configuration)

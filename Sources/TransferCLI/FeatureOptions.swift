@@ -1,12 +1,11 @@
 import Foundation
 import Transfer
 
-/// Flags whose library part is built on other branches (downloads,
-/// security, serialization). Each is parsed and validated here and reaches
-/// the runner through this one value, so wiring the library API means
-/// changing this file and the few call sites that read it.
+/// The flags that map onto the library's feature APIs (downloads,
+/// security, serialization), parsed and validated in one value the runner
+/// reads.
 ///
-/// Present state:
+/// How each reaches the library:
 /// - `--limit-rate`: ``DownloadOptions/speedLimit`` for downloads,
 ///   ``TransferTask/setSpeedLimit(receive:send:)`` for the others;
 ///   `--limit-rate-total` is the session's limit and, with several URLs, an
@@ -20,7 +19,7 @@ import Transfer
 ///   `--allow-invalid-certificates`, `--no-validate-domain`: a
 ///   ``SecurityPolicy`` installed on the session.
 /// - `--serializer`: the library's response serializers.
-struct PendingFeatures: Sendable {
+struct FeatureOptions: Sendable {
     enum Serializer: String, Sendable {
         case data, json, xml, plist, text
     }
