@@ -36,5 +36,7 @@ let package = Package(
         ),
         // The physical ceiling: a minimal HTTP/1.1 reader on a plain socket.
         .executableTarget(name: "bench-socket"),
+        // Runs one client pinned to a CPU and reports its wall time, CPU and peak RSS.
+        .executableTarget(name: "bench-launch"),
     ]
 )

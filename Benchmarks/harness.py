@@ -79,6 +79,7 @@ def machine_description():
         "nginx": first_line(["nginx", "-v"]),
         "wrk": first_line(["wrk", "--version"]),
         "swift": first_line(["swift", "--version"]),
+        "load": "load average at start: " + " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
 
 
@@ -213,10 +214,13 @@ class Nginx:
         ssl_session_cache off;
         ssl_session_tickets off;
 """
+        # Started as root, the worker would switch to an account that cannot read the files.
+        user_line = "user root;" if os.geteuid() == 0 else ""
         self.conf = f"{work}/nginx.conf"
         with open(self.conf, "w") as f:
             f.write(f"""
 load_module {echo};
+{user_line}
 worker_processes 1;
 daemon off;
 pid {work}/nginx.pid;
@@ -418,6 +422,7 @@ class CurlClient(Client):
         requests = errors = 0
         total = 0
         version = ""
+        first_bad = ""
         for line in stdout.splitlines():
             parts = line.split()
             if len(parts) != 4:
@@ -427,9 +432,10 @@ class CurlClient(Client):
             size = up if scenario.mode == "upload" else down
             if code != 200 or (scenario.expect_bytes is not None and size != scenario.expect_bytes):
                 errors += 1
+                first_bad = first_bad or f"status {code}, {size} bytes"
             else:
                 total += size
-        note = stderr.strip()[-300:] if status != 0 else ""
+        note = stderr.strip()[-300:] if status != 0 else first_bad
         return {"wall_s": None, "bytes": total, "requests": requests, "errors": errors + (status != 0),
                 "http_version": version, "note": note}
 
@@ -519,13 +525,15 @@ class WrkClient(Client):
         seconds = float(m.group(2)) * {"s": 1, "ms": 1e-3, "us": 1e-6, "m": 60}.get(m.group(3), 1)
         errors = 0
         bad = re.search(r"Non-2xx or 3xx responses: (\d+)", stdout)
+        note = ""
         if bad:
             errors += int(bad.group(1))
+            note = f"{bad.group(1)} responses not 2xx or 3xx"
         socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", stdout)
         if socket_errors:
             errors += sum(int(x) for x in socket_errors.groups())
         return {"wall_s": seconds, "bytes": requests * (scenario.expect_bytes or 0), "requests": requests,
-                "errors": errors, "http_version": "1.1", "note": ""}
+                "errors": errors, "http_version": "1.1", "note": note}
 
 
 class H2loadClient(Client):
@@ -562,9 +570,9 @@ class H2loadClient(Client):
 
 
 class Scenario:
-    def __init__(self, key, number, title, mode, kind, path, unit, clients, count=1, concurrency=1,
+    def __init__(self, key, number, short, title, mode, kind, path, unit, clients, count=1, concurrency=1,
                  expect_bytes=None, segments=0):
-        self.key, self.number, self.title, self.mode, self.kind = key, number, title, mode, kind
+        self.key, self.number, self.short, self.title, self.mode, self.kind = key, number, short, title, mode, kind
         self.path, self.unit, self.clients = path, unit, clients
         self.count, self.concurrency, self.expect_bytes, self.segments = count, concurrency, expect_bytes, segments
         self.url = None
@@ -580,29 +588,29 @@ def scenarios(quick):
     parallel = 20 if quick else 100
     everyone = ["transfer", "transfer-cli", "curl", "urlsession", "ahc"]
     return [
-        Scenario("s1-download-1g-http", "1", "1 GiB download to a file, HTTP/1.1", "download", "http", "/1g.bin",
+        Scenario("s1-download-1g-http", "1", "1 GiB file", "1 GiB download to a file, HTTP/1.1", "download", "http", "/1g.bin",
                  "MiB/s", everyone + ["socket"], expect_bytes=GIB),
-        Scenario("s1d-discard-1g-http", "1d", "1 GiB dropped (read, not stored), HTTP/1.1", "download-discard", "http",
+        Scenario("s1d-discard-1g-http", "1d", "1 GiB dropped", "1 GiB dropped (read, not stored), HTTP/1.1", "download-discard", "http",
                  "/1g.bin", "MiB/s", everyone + ["socket"], expect_bytes=GIB),
-        Scenario("s2-download-1g-https", "2", "1 GiB download to a file, HTTPS HTTP/1.1", "download", "https",
+        Scenario("s2-download-1g-https", "2", "1 GiB HTTPS", "1 GiB download to a file, HTTPS HTTP/1.1", "download", "https",
                  "/1g.bin", "MiB/s", everyone, expect_bytes=GIB),
-        Scenario("s3-get-1k-c64", "3", f"{many:,} GETs of 1 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
+        Scenario("s3-get-1k-c64", "3", "1 KiB GETs", f"{many:,} GETs of 1 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
                  "http", "/1k.bin", "req/s", everyone + ["wrk"], count=many, concurrency=64, expect_bytes=1024),
-        Scenario("s4-get-16k-c64", "4", f"{many:,} GETs of 16 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
+        Scenario("s4-get-16k-c64", "4", "16 KiB GETs", f"{many:,} GETs of 16 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
                  "http", "/16k.bin", "req/s", everyone + ["wrk"], count=many, concurrency=64,
                  expect_bytes=16 * 1024),
-        Scenario("s5-get-1k-c64-h2", "5", f"{many:,} GETs of 1 KiB, 64 concurrent, HTTPS HTTP/2", "many", "h2",
+        Scenario("s5-get-1k-c64-h2", "5", "1 KiB GETs h2", f"{many:,} GETs of 1 KiB, 64 concurrent, HTTPS HTTP/2", "many", "h2",
                  "/1k.bin", "req/s", everyone + ["h2load"], count=many, concurrency=64, expect_bytes=1024),
-        Scenario("s6-upload-256m", "6", "256 MiB upload (POST) from a file, HTTP/1.1", "upload", "http", "/upload",
+        Scenario("s6-upload-256m", "6", "256 MiB upload", "256 MiB upload (POST) from a file, HTTP/1.1", "upload", "http", "/upload",
                  "MiB/s", everyone + ["socket"]),
-        Scenario("s7-parallel-64m", "7", f"{parallel} parallel downloads of 64 MiB to files, HTTP/1.1",
+        Scenario("s7-parallel-64m", "7", "parallel 64 MiB", f"{parallel} parallel downloads of 64 MiB to files, HTTP/1.1",
                  "parallel-downloads", "http", "/p/", "MiB/s", everyone, count=parallel, concurrency=parallel,
                  expect_bytes=64 * MIB),
-        Scenario("s8-tls-connections", "8", f"{tls_count:,} GETs of 1 KiB, each on a new TLS connection, 8 at once",
+        Scenario("s8-tls-connections", "8", "new TLS conns", f"{tls_count:,} GETs of 1 KiB, each on a new TLS connection, 8 at once",
                  "tls-connections", "https", "/1k.bin", "conn/s",
                  ["transfer", "transfer-pinned", "transfer-cli", "curl", "urlsession", "ahc"], count=tls_count,
                  concurrency=8, expect_bytes=1024),
-        Scenario("s9-segmented", "9", "64 MiB from a rate-limited server (per connection), 8 segments",
+        Scenario("s9-segmented", "9", "segmented", "64 MiB from a rate-limited server (per connection), 8 segments",
                  "segmented", "http", "/slow/64m.bin", "MiB/s", ["transfer", "transfer-cli", "curl"],
                  expect_bytes=64 * MIB, segments=8),
     ]
@@ -655,7 +663,12 @@ def verify_outputs(client, scenario, env, result):
             result["errors"] = len(bad)
             result["note"] = f"{len(bad)} output files missing or of the wrong size (first: {bad[0]}.bin)"
     elif scenario.mode == "upload":
+        # nginx logs a request after its response has gone out: wait a little for the line.
+        deadline = time.monotonic() + 2
         length = env.nginx.last_upload_length()
+        while length < 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+            length = env.nginx.last_upload_length()
         if length < env.upload_size:
             result["errors"] = 1
             result["note"] = f"the server read {length} bytes, expected at least {env.upload_size}"
@@ -665,39 +678,38 @@ def verify_outputs(client, scenario, env, result):
         result["note"] = f"{result.get('requests')} requests finished, expected {scenario.count}"
 
 
-def run_once(client, scenario, env, cpus, timeout):
+def run_once(client, scenario, env, cpus, timeout, launcher):
     env.reset_outputs()
     if os.path.exists(env.nginx.upload_log):
         open(env.nginx.upload_log, "w").close()
     command = client.command(scenario, env)
     stdout_path, stderr_path = f"{env.work}/client.out", f"{env.work}/client.err"
+    measure_path = f"{env.work}/client.rusage"
+    if os.path.exists(measure_path):
+        os.remove(measure_path)
+    cpu = str(min(cpus.client)) if cpus.client else "-1"
     with open(stdout_path, "w") as out, open(stderr_path, "w") as err:
         start = time.monotonic()
-        process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                   preexec_fn=cpus.preexec(cpus.client))
-        deadline = start + timeout
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid != 0:
-                break
-            if time.monotonic() > deadline:
-                process.kill()
-                pid, status, usage = os.wait4(process.pid, 0)
-                break
-            time.sleep(0.002)
-        process_wall = time.monotonic() - start
-        process.returncode = os.waitstatus_to_exitcode(status)
+        returncode = subprocess.run([launcher, measure_path, cpu, str(int(timeout)), "--"] + command,
+                                    stdout=out, stderr=err, stdin=subprocess.DEVNULL).returncode
+        harness_wall = time.monotonic() - start
+    try:
+        with open(measure_path) as f:
+            measured = json.load(f)
+    except (OSError, ValueError):
+        measured = {"wall_s": harness_wall, "user_s": 0.0, "sys_s": 0.0, "maxrss_kib": 0, "exit": returncode}
+    process_wall, exit_code = measured["wall_s"], measured["exit"]
     with open(stdout_path) as f:
         stdout = f.read()
     with open(stderr_path) as f:
         stderr = f.read()
-    result = client.parse(scenario, env, stdout, stderr, process.returncode)
+    result = client.parse(scenario, env, stdout, stderr, exit_code)
     verify_outputs(client, scenario, env, result)
     wall = result.get("wall_s") or process_wall
     result.update({
         "scenario": scenario.key, "client": client.name, "process_wall_s": process_wall, "wall_s": wall,
-        "cpu_user_s": usage.ru_utime, "cpu_sys_s": usage.ru_stime, "max_rss_kib": usage.ru_maxrss,
-        "exit": process.returncode,
+        "cpu_user_s": measured["user_s"], "cpu_sys_s": measured["sys_s"], "max_rss_kib": measured["maxrss_kib"],
+        "exit": exit_code,
     })
     if scenario.unit == "MiB/s":
         result["throughput"] = result.get("bytes", 0) / MIB / wall if wall > 0 else 0
@@ -771,13 +783,13 @@ def write_markdown(path, machine, cpus, args, all_scenarios, summary, clients_by
     lines.append(f"Run with `Benchmarks/run.sh{' --quick' if args.quick else ''}` on {machine['date']}"
                  f" ({runs} measured runs per client after one warm-up run, clients alternated A B C … A B C …).\n")
     lines.append("| machine | |\n| --- | --- |")
-    for key in ("cpu", "cores", "memory", "kernel", "curl", "nginx", "wrk", "swift"):
-        lines.append(f"| {key} | {machine[key]} |")
+    for key in ("cpu", "cores", "memory", "kernel", "curl", "nginx", "wrk", "swift", "files", "load"):
+        lines.append(f"| {key} | {machine.get(key, 'not recorded')} |")
     lines.append(f"| placement | {cpus.describe()} |")
     lines.append("")
     lines.append("Throughput is bytes or requests divided by the client's own measured wall time (the Swift and C"
                  " clients time their work; curl, the `transfer` command, wrk and h2load are timed as a whole process)."
-                 " CPU is user + system seconds of the client process (`wait4` rusage), peak RSS its `ru_maxrss`."
+                 " CPU is user + system seconds of the client process (`wait4` rusage, taken by `bench-launch`, which forks the client from a 2 MiB process so that `ru_maxrss` is the client's own), peak RSS its `ru_maxrss`."
                  " Each cell is the median, with min–max in brackets. The ratio column is Transfer's median"
                  " throughput divided by that client's (above 1.0: Transfer is faster). Every run is verified"
                  " (status 200, body sizes, file sizes on disk, bytes the upload sink read); a failed run is not"
@@ -843,10 +855,13 @@ def svg_escape(text):
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f"]
+# One colour per client label, the same in both panels.
+COLORS = {"Transfer": "#4e79a7", "curl": "#f28e2b", "URLSession": "#59a14f", "AsyncHTTPClient": "#e15759",
+          "plain socket (ceiling)": "#76b7b2", "wrk (ceiling)": "#b07aa1", "h2load (ceiling)": "#edc948",
+          "transfer CLI": "#9c755f", "Transfer + pinning": "#2f4b7c"}
 
 
-def bar_panel(title, subtitle, groups, series, y, width, reference=1.0):
+def bar_panel(title, subtitle, groups, series, y, width, reference=1.0, empty_note=""):
     """One panel of grouped bars: groups = [(label, {series: value})]; returns (svg parts, height)."""
     parts = []
     height = 330
@@ -856,9 +871,9 @@ def bar_panel(title, subtitle, groups, series, y, width, reference=1.0):
     parts.append(f'<text x="{left}" y="{y + 22}" font-size="17" font-weight="bold">{svg_escape(title)}</text>')
     parts.append(f'<text x="{left}" y="{y + 40}" font-size="12" fill="#555">{svg_escape(subtitle)}</text>')
     if not values:
-        parts.append(f'<text x="{left + plot_w / 2}" y="{y + top + plot_h / 2}" font-size="15" text-anchor="middle" '
-                     f'fill="#888">no numbers yet</text>')
-        return parts, 120
+        parts.append(f'<text x="{left + plot_w / 2}" y="{y + 75}" font-size="15" text-anchor="middle" '
+                     f'fill="#888">no numbers yet: {svg_escape(empty_note)}</text>')
+        return parts, 100
     top_value = max(max(values) * 1.15, reference * 1.2)
     # Nice grid step.
     step = 10 ** int(f"{top_value / 5:e}".split("e")[1])
@@ -888,7 +903,7 @@ def bar_panel(title, subtitle, groups, series, y, width, reference=1.0):
         for si, name in enumerate(present):
             v = vals[name]
             h = v / top_value * plot_h
-            color = PALETTE[series.index(name) % len(PALETTE)]
+            color = COLORS.get(name, "#999")
             bx = start + si * bar_w
             parts.append(f'<rect x="{bx:.1f}" y="{y0 - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" '
                          f'fill="{color}"><title>{svg_escape(name)}: {v:.2f}x</title></rect>')
@@ -900,8 +915,8 @@ def bar_panel(title, subtitle, groups, series, y, width, reference=1.0):
     parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y0}" y2="{y0}" stroke="#333"/>')
     # Legend.
     lx = left
-    for si, name in enumerate(series):
-        color = PALETTE[si % len(PALETTE)]
+    for name in [s for s in series if any(vals.get(s) for _, vals in groups)]:
+        color = COLORS.get(name, "#999")
         parts.append(f'<rect x="{lx}" y="{y0 + 32}" width="12" height="12" fill="{color}"/>')
         parts.append(f'<text x="{lx + 16}" y="{y0 + 42}" font-size="12">{svg_escape(name)}</text>')
         lx += 24 + 7.5 * len(name)
@@ -910,11 +925,11 @@ def bar_panel(title, subtitle, groups, series, y, width, reference=1.0):
 
 def write_svg(path, all_scenarios, summary, clients_by_name, machine):
     width = 980
-    short = {s.key: f"{s.number}" for s in all_scenarios}
-    captions = "  ".join(f"{s.number}: {s.title}" for s in all_scenarios)
+    short = {s.key: f"{s.number}. {s.short}" for s in all_scenarios}
+    captions = "  ".join(f"{s.number}. {s.title}." for s in all_scenarios)
     peers = ["curl", "urlsession", "ahc", "socket", "wrk", "h2load"]
     ratio_groups, relative_groups = [], []
-    relative_series = ["transfer", "curl", "urlsession", "ahc", "socket", "wrk", "h2load"]
+    relative_series = ["transfer", "transfer-cli", "curl", "urlsession", "ahc", "socket", "wrk", "h2load"]
     for s in all_scenarios:
         rows = summary.get(s.key, {})
         ratios = {clients_by_name[p].label: transfer_ratio(rows, p) for p in peers if p in rows}
@@ -931,14 +946,14 @@ def write_svg(path, all_scenarios, summary, clients_by_name, machine):
     rel_labels = [clients_by_name[p].label for p in relative_series]
     parts1, h1 = bar_panel("Transfer / peer, median throughput (higher is better for Transfer)",
                            "Each bar: Transfer's median throughput divided by the peer's, per scenario.",
-                           ratio_groups, labels, 0, width)
+                           ratio_groups, labels, 0, width, empty_note="no Transfer runs in this report")
     parts2, h2 = bar_panel("Every client relative to curl, median throughput",
                            "Each bar: the client's median throughput divided by curl's, per scenario.",
                            relative_groups, rel_labels, h1, width)
     footer_y = h1 + h2 + 10
     wrapped, line = [], ""
     for piece in captions.split("  "):
-        if len(line) + len(piece) > 150:
+        if len(line) + len(piece) > 140:
             wrapped.append(line)
             line = ""
         line += ("   " if line else "") + piece
@@ -960,6 +975,44 @@ def write_svg(path, all_scenarios, summary, clients_by_name, machine):
 # Main
 
 
+def redraw(args, runs):
+    """Rebuilds the Markdown and the SVG from a CSV of runs (the machine is described as it is now)."""
+    with open(args.from_csv) as f:
+        rows = list(csv.DictReader(f))
+    results = []
+    for row in rows:
+        r = dict(row)
+        r["ok"] = row["ok"] == "True"
+        for key in ("throughput", "wall_s", "process_wall_s", "cpu_user_s", "cpu_sys_s"):
+            r[key] = float(row[key] or 0)
+        for key in ("bytes", "requests", "errors", "max_rss_kib"):
+            r[key] = int(float(row[key] or 0))
+        results.append(r)
+    present = {r["scenario"] for r in results}
+    selected = [s for s in scenarios(args.quick) if s.key in present]
+    clients_by_name = {c.name: c for c in all_clients(args, "", None)}
+    summary = build_summary(selected, results, {}, clients_by_name)
+    machine = machine_description()
+    write_markdown(os.path.join(args.results, "latest.md"), machine, Cpus(), args, selected, summary,
+                   clients_by_name, runs)
+    write_svg(os.path.join(args.results, "latest.svg"), selected, summary, clients_by_name, machine)
+    return 0
+
+
+def all_clients(args, bin_dir, unshare_wrap):
+    return [
+        SwiftClient("transfer", "Transfer", f"{bin_dir}/bench-transfer", is_transfer=True),
+        SwiftClient("transfer-pinned", "Transfer + pinning", f"{bin_dir}/bench-transfer", is_transfer=True, pin=True),
+        TransferCliClient(args.transfer_cli),
+        CurlClient(),
+        SwiftClient("urlsession", "URLSession", f"{bin_dir}/bench-urlsession", wrap=unshare_wrap),
+        SwiftClient("ahc", "AsyncHTTPClient", f"{bin_dir}/bench-ahc"),
+        SwiftClient("socket", "plain socket (ceiling)", f"{bin_dir}/bench-socket", ceiling=True),
+        WrkClient(),
+        H2loadClient(),
+    ]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2 runs per client and smaller counts")
@@ -973,14 +1026,36 @@ def main():
     parser.add_argument("--results", default=os.path.join(HERE, "results"), help="where latest.* go")
     parser.add_argument("--tmpdir", default=os.environ.get("BENCH_TMPDIR"),
                         help="where the test files go (needs about 8 GiB free; default: the system temp dir)")
+    parser.add_argument("--output-on-disk", action="store_true",
+                        help="keep test files and downloads in the temp dir on disk even when /dev/shm has room")
     parser.add_argument("--rate-limit", default="32m", help="nginx limit_rate of /slow/ (bytes per second)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one client run may take")
+    parser.add_argument("--from-csv", help="only redraw latest.md and latest.svg from the runs of this CSV")
     args = parser.parse_args()
     runs = args.runs or (2 if args.quick else 5)
+    if args.from_csv:
+        return redraw(args, runs)
 
     cpus = Cpus()
     machine = machine_description()
-    work = tempfile.mkdtemp(prefix="transfer-bench-", dir=args.tmpdir)
+    launcher = os.path.join(args.bin_dir, "bench-launch")
+    if not os.path.exists(launcher):
+        log(f"{launcher} is missing: build the package first (run.sh does)")
+        return 2
+    tmpdir = args.tmpdir
+    if tmpdir is None and not args.output_on_disk:
+        # Files and outputs in memory when there is room: this machine's disk writes
+        # (often under 300 MB/s) would otherwise hide every client's own cost.
+        needed = (4 if args.quick else 10) * GIB
+        try:
+            st = os.statvfs("/dev/shm")
+            if st.f_bavail * st.f_frsize >= needed:
+                tmpdir = "/dev/shm"
+        except OSError:
+            pass
+    work = tempfile.mkdtemp(prefix="transfer-bench-", dir=tmpdir)
+    os.chmod(work, 0o755)
+    machine["files"] = ("tmpfs (/dev/shm)" if work.startswith("/dev/shm") else f"disk ({os.path.dirname(work)})")
     nginx = None
 
     def cleanup():
@@ -1016,18 +1091,7 @@ def main():
     can_unshare = shutil.which("unshare") is not None and subprocess.run(
         ["unshare", "-m", "true"], capture_output=True).returncode == 0
     bin_dir = args.bin_dir
-    clients = [
-        SwiftClient("transfer", "Transfer", f"{bin_dir}/bench-transfer", is_transfer=True),
-        SwiftClient("transfer-pinned", "Transfer + pinning", f"{bin_dir}/bench-transfer", is_transfer=True, pin=True),
-        TransferCliClient(args.transfer_cli),
-        CurlClient(),
-        SwiftClient("urlsession", "URLSession", f"{bin_dir}/bench-urlsession",
-                    wrap=unshare_wrap if can_unshare else None),
-        SwiftClient("ahc", "AsyncHTTPClient", f"{bin_dir}/bench-ahc"),
-        SwiftClient("socket", "plain socket (ceiling)", f"{bin_dir}/bench-socket", ceiling=True),
-        WrkClient(),
-        H2loadClient(),
-    ]
+    clients = all_clients(args, bin_dir, unshare_wrap if can_unshare else None)
     clients_by_name = {c.name: c for c in clients}
     if args.clients:
         wanted = set(args.clients.split(","))
@@ -1058,12 +1122,12 @@ def main():
                 skipped[(scenario.key, client.name)] = f"could not start: {error}"
         log(f"{scenario.key}: warm-up ({', '.join(c.name for c in active)})")
         for client in active:
-            warm = run_once(client, scenario, env, cpus, args.timeout)
+            warm = run_once(client, scenario, env, cpus, args.timeout, launcher)
             if not warm["ok"]:
                 log(f"  warm-up {client.name} failed: {warm.get('note')}")
         for run in range(1, runs + 1):
             for client in active:
-                result = run_once(client, scenario, env, cpus, args.timeout)
+                result = run_once(client, scenario, env, cpus, args.timeout, launcher)
                 result["run"] = run
                 results.append(result)
                 status = "ok" if result["ok"] else f"FAILED: {result.get('note')}"

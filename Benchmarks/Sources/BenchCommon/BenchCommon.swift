@@ -221,9 +221,8 @@ private func printJSON(_ fields: [String: Any]) {
     if let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]),
         let line = String(data: data, encoding: .utf8)
     {
-        print(line)
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
-    fflush(stdout)
 }
 
 /// Parses the options, runs `body`, and exits with its status; a setup error

@@ -25,7 +25,7 @@ struct FileChunks: AsyncSequence, Sendable {
             guard fd >= 0 else { return nil }
             var buffer = allocator.buffer(capacity: FileChunks.blockSize)
             let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: FileChunks.blockSize) { raw in
-                max(0, read(fd, raw.baseAddress, FileChunks.blockSize))
+                Swift.max(0, read(fd, raw.baseAddress, FileChunks.blockSize))
             }
             if count == 0 {
                 close(fd)
