@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Transfer", targets: ["Transfer"]),
+        .library(name: "TransferTerminal", targets: ["TransferTerminal"]),
     ],
     dependencies: [],
     targets: [
@@ -21,10 +22,15 @@ let package = Package(
         ),
         // The Swift facade: sessions, tasks, progress, serializers, policy.
         .target(name: "Transfer", dependencies: ["CTransfer"]),
+        // Terminal widgets bound to tasks: progress bar, percent label, spinner.
+        .target(name: "TransferTerminal", dependencies: ["Transfer"]),
+        // Test helper: prints reachability changes; run inside network namespaces.
+        .executableTarget(name: "reachability-probe", dependencies: ["Transfer"]),
         // Test-only helpers: in-process servers, nginx fixture, certificates.
-        .target(name: "TestSupport", dependencies: ["Transfer"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Transfer", "CTransfer"], path: "Tests/TestSupport"),
         .testTarget(name: "CTransferTests", dependencies: ["CTransfer", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
-        .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport"]),
+        .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport", "reachability-probe"]),
+        .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer"]),
     ]
 )

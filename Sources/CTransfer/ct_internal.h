@@ -1,5 +1,214 @@
 /* ct_internal.h - private declarations shared by the engine's .c files. */
 #ifndef CT_INTERNAL_H
 #define CT_INTERNAL_H
+
 #include "CTransfer.h"
-#endif
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ct_tls_internal.h"
+
+#define CTI_DEFAULT_SINK_BUFFER (4u * 1024u * 1024u)
+#define CTI_DEFAULT_CONNECT_TIMEOUT_MS 30000
+#define CTI_DEFAULT_PROGRESS_MS 16
+#define CTI_FILE_READ_BLOCK (2u * 1024u * 1024u)
+
+/* --- ct_sink.c --------------------------------------------------------- */
+
+struct cti_sink {
+  ct_sink_kind kind;
+  /* memory */
+  char *mem;
+  size_t mem_len;
+  size_t mem_cap;
+  /* file */
+  int fd;
+  char *path;           /* final destination, NULL: keep the part file */
+  char *part_path;
+  char *buf;
+  size_t buf_len;
+  size_t buf_cap;
+  int64_t base;         /* file offset of buf[0] */
+  int64_t durable;      /* bytes [start, durable) written to the fd */
+  int64_t start;        /* offset this sink began writing at */
+  int sys_errno;
+  int created;          /* we created the part file */
+};
+
+void cti_sink_init(struct cti_sink *sink);
+/* Open the part file for writing at `offset` (0 truncates). */
+ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
+                           int truncate_file);
+/* Start over at offset 0 (a 200 answered a range request). */
+ct_code cti_sink_restart(struct cti_sink *sink);
+/* Hint the final size so the file system can allocate it in one piece. */
+void cti_sink_preallocate(struct cti_sink *sink, int64_t total);
+/* Append bytes; CT_OK or CT_E_SINK_IO / CT_E_NO_MEMORY. */
+ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len);
+/* Write buffered bytes out (no fsync). */
+ct_code cti_sink_flush(struct cti_sink *sink);
+/* Success: flush, fsync, rename to path. */
+ct_code cti_sink_commit(struct cti_sink *sink);
+/* Failure: close; remove the part file unless keep (then flush + fsync). */
+void cti_sink_abandon(struct cti_sink *sink, int keep);
+void cti_sink_free(struct cti_sink *sink);
+
+/* --- ct_transfer.c ----------------------------------------------------- */
+
+struct ct_loop;
+
+struct cti_transfer {
+  uint64_t id;
+  struct ct_loop *loop;
+  CURL *easy;
+  void *ctx;
+  struct cti_transfer *hnext;   /* id hash chain */
+  struct cti_transfer *next;    /* all transfers of the loop */
+  struct cti_transfer *prev;
+
+  uint32_t flags;
+  struct ct_transfer_spec spec;  /* scalars only: pointers are cleared */
+  char *body_path;
+  char *url;
+  char *method;
+  char *if_range;
+  char *ca_file;
+  char *client_cert;
+  char *client_key;
+  char *userpwd;
+  char *range;
+  struct curl_slist *headers;
+
+  /* body source */
+  ct_body_kind body_kind;
+  const char *body_mem;
+  int body_fd;
+  int64_t body_length;     /* -1 unknown */
+  int64_t body_offset;
+  int64_t body_pos;
+
+  struct cti_sink sink;
+  struct ct_counters *counters;   /* user's block or own_counters */
+  struct ct_counters own_counters;
+
+  /* response head of the current hop */
+  char *hdr;
+  size_t hdr_len;
+  size_t hdr_cap;
+  long status;
+  int64_t content_length;
+  int64_t content_range_start;
+  char *etag;
+  char *last_modified;
+  int head_delivered;
+  int awaiting_disposition;
+  int paused_for_disposition;
+  int paused_by_user;
+  int64_t resume_offset;
+  int64_t range_start;
+  int64_t range_end;
+
+  uint32_t progress_interval_ms;
+  double last_progress;     /* monotonic seconds */
+  double submit_time;
+  double add_time;
+
+  int finished;
+  int added;                /* in the multi handle */
+  ct_code local_code;       /* failure found by our callbacks */
+  int local_errno;
+  char local_message[128];
+  char errbuf[CURL_ERROR_SIZE];
+  struct cti_tls_verdict verdict;
+};
+
+ct_code cti_transfer_create(struct ct_loop *loop,
+                            const struct ct_transfer_spec *spec, void *ctx,
+                            struct cti_transfer **out);
+/* Configure the easy handle; on failure fills local_code/message. */
+ct_code cti_transfer_setup(struct cti_transfer *t);
+/* Build the result and call on_finish exactly once; frees nothing. */
+void cti_transfer_finish(struct cti_transfer *t, CURLcode cc);
+void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,
+                              const char *message);
+void cti_transfer_free(struct cti_transfer *t);
+void cti_transfer_emit_progress(struct cti_transfer *t, int force);
+double cti_now(void);
+
+/* --- ct_loop.c --------------------------------------------------------- */
+
+enum cti_command_kind {
+  CTI_CMD_SUBMIT,
+  CTI_CMD_CANCEL,
+  CTI_CMD_PAUSE,
+  CTI_CMD_RESUME,
+  CTI_CMD_DISPOSITION,
+  CTI_CMD_SPEED,
+  CTI_CMD_TOTAL_SPEED,
+  CTI_CMD_TRUST_POLICY,
+  CTI_CMD_STOP
+};
+
+struct cti_command {
+  struct cti_command *next;
+  enum cti_command_kind kind;
+  uint64_t id;
+  struct cti_transfer *transfer;   /* SUBMIT */
+  int32_t arg;
+  int64_t a;
+  int64_t b;
+  char *path;
+  struct ct_trust_policy *policy;
+};
+
+struct ct_loop {
+  struct ct_loop_config config;
+  char *ca_file;
+  CURLM *multi;
+  CURLSH *share;
+  struct cti_tls_state *tls;
+  int epfd;
+  int timerfd;
+  int eventfd;
+  pthread_t thread;
+  int thread_started;
+
+  pthread_mutex_t lock;          /* guards the command queue and closing */
+  struct cti_command *cmd_head;
+  struct cti_command *cmd_tail;
+  int closing;
+
+  int run_timeout_now;
+  int stop;
+  struct cti_transfer *all;      /* every transfer the loop owns */
+  struct cti_transfer **buckets; /* id hash */
+  size_t bucket_count;
+  int64_t transfer_count;
+  uint64_t trust_generation;     /* bumped by each policy change */
+
+  uint64_t next_id;              /* atomic */
+  int64_t active;                /* atomic: submitted, not finished */
+  uint64_t wakeups;              /* atomic */
+
+  /* loop-wide shared speed limit (token bucket) */
+  int64_t total_recv_limit;
+  int64_t total_send_limit;
+  double bucket_time;
+  int64_t bucket_tokens;
+};
+
+/* --- ct_error.c -------------------------------------------------------- */
+
+ct_code cti_code_from_curl(CURLcode cc);
+ct_code cti_code_from_multi(CURLMcode mc);
+void cti_copy_message(char *dst, size_t cap, const char *src);
+
+/* --- ct_global.c ------------------------------------------------------- */
+
+ct_code cti_global_init(void);
+char *cti_strdup(const char *s);
+
+#endif /* CT_INTERNAL_H */

@@ -6,4 +6,6 @@
 #include "ct_transfer.h"
 #include "ct_loop.h"
 #include "ct_tls.h"
+#include "ct_digest.h"
+#include "ct_netlink.h"
 #endif

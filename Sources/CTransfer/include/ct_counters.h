@@ -14,14 +14,16 @@
 extern "C" {
 #endif
 
-/* Cache-line aligned so that counters of different transfers never share
- * a line with each other. Fields are written with __atomic builtins only. */
+/* Fields are written with __atomic builtins only. ct_counters_create()
+ * hands out cache-line aligned blocks, so the counters of different
+ * transfers never share a line. */
 struct ct_counters {
   int64_t bytes_sent;
   int64_t bytes_expected_to_send;      /* -1 unknown */
   int64_t bytes_received;              /* body bytes, incl. resume offset */
   int64_t bytes_expected_to_receive;   /* -1 unknown */
-} __attribute__((aligned(64)));
+  int64_t reserved[4];                 /* pads the block to 64 bytes */
+};
 
 /* Allocate a zeroed block with both expectations at -1. The caller owns it
  * and frees it with ct_counters_destroy() once no transfer uses it. */

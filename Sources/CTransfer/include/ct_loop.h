@@ -20,12 +20,14 @@ struct ct_loop;
 
 struct ct_loop_config {
   struct ct_callbacks callbacks;       /* shared by all transfers */
+  void *_Nullable batch_ctx;           /* for callbacks.on_batch_end */
   /* PEM bundle of trust anchors, loaded once and shared by every TLS
    * connection of the loop. NULL: the system bundle. */
   const char *_Nullable ca_file;
   int64_t max_connections_per_host;    /* 0: unlimited */
   int64_t max_total_connections;       /* 0: unlimited */
   int64_t max_concurrent_streams;      /* HTTP/2; 0: libcurl's default */
+  int64_t max_idle_connections;        /* kept for reuse; 0: 256 */
   int32_t multiplex;                   /* 1: HTTP/2 multiplexing (default) */
   int32_t share_tls_sessions;          /* 1: resume TLS sessions (default) */
   /* Shared bandwidth limit over all transfers of the loop, bytes/s. */

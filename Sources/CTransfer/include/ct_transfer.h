@@ -46,7 +46,7 @@ typedef enum ct_http_version {
 #define CT_FLAG_NO_PREALLOCATE    (1u << 7)
 
 struct ct_transfer_spec {
-  const char *_Nonnull url;          /* http or https only */
+  const char *_Nullable url;         /* http or https only; required */
   const char *_Nullable method;      /* NULL: GET, or POST with a body */
   /* "Name: value" lines, without CR/LF (refused otherwise). */
   const char *_Nullable const *_Nullable headers;

@@ -155,6 +155,10 @@ struct ct_callbacks {
                                size_t capacity);
   /* Pull source rewind (after a redirect or auth retry): 0 ok, -1 cannot. */
   int32_t (*_Nullable on_rewind)(void *_Nullable ctx);
+  /* After each pass over ready events, with ct_loop_config.batch_ctx: the
+   * moment to hand over, in one go, whatever the callbacks above queued.
+   * Optional. */
+  void (*_Nullable on_batch_end)(void *_Nullable batch_ctx);
 };
 
 /* Release a body handed over in ct_result.body. Accepts NULL. */

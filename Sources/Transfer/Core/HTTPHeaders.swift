@@ -121,13 +121,34 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     }
 
     /// Parses raw "Name: value\r\n" lines (as the engine delivers them).
-    /// Lines without a colon and obsolete folding are ignored.
+    /// Lines without a colon are ignored; names and values are trimmed of
+    /// spaces and tabs. Works on bytes: this runs once per response.
     public init(rawHeaderBlock raw: String) {
-        for line in raw.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\r\n" || $0 == "\n" || $0 == "\r" }) {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            if !name.isEmpty { fields.append(Field(name: name, value: value)) }
+        var raw = raw
+        raw.withUTF8 { bytes in
+            var lineStart = 0
+            let count = bytes.count
+            while lineStart < count {
+                var lineEnd = lineStart
+                while lineEnd < count && bytes[lineEnd] != 0x0A && bytes[lineEnd] != 0x0D { lineEnd += 1 }
+                if let colon = (lineStart..<lineEnd).first(where: { bytes[$0] == 0x3A }) {
+                    let name = Self.trimmed(bytes, lineStart, colon)
+                    let value = Self.trimmed(bytes, colon + 1, lineEnd)
+                    if name.lowerBound < name.upperBound {
+                        fields.append(Field(name: String(decoding: UnsafeBufferPointer(rebasing: bytes[name]), as: UTF8.self),
+                                            value: String(decoding: UnsafeBufferPointer(rebasing: bytes[value]), as: UTF8.self)))
+                    }
+                }
+                lineStart = lineEnd + 1
+            }
         }
+    }
+
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Range<Int> {
+        var lower = start
+        var upper = end
+        while lower < upper && (bytes[lower] == 0x20 || bytes[lower] == 0x09) { lower += 1 }
+        while upper > lower && (bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09) { upper -= 1 }
+        return lower..<upper
     }
 }

@@ -1,0 +1,223 @@
+/*
+ * ct_sink.c - where response bytes go: a growable memory buffer, or a file
+ * written through a large buffer with few big positional writes.
+ *
+ * Every function runs on the loop thread of the transfer that owns the sink.
+ */
+#define _GNU_SOURCE
+#include "ct_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void cti_sink_init(struct cti_sink *sink)
+{
+  memset(sink, 0, sizeof(*sink));
+  sink->fd = -1;
+}
+
+ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
+                           int truncate_file)
+{
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+  struct stat st;
+
+  if(!sink->part_path)
+    return CT_E_INVALID_ARGUMENT;
+  if(truncate_file)
+    flags |= O_TRUNC;
+  /* Remember whether the part file is ours, so that a failure removes only
+   * what we created and never a file the user asked to keep. */
+  sink->created = stat(sink->part_path, &st) != 0;
+  sink->fd = open(sink->part_path, flags, 0644);
+  if(sink->fd < 0) {
+    sink->sys_errno = errno;
+    return CT_E_SINK_IO;
+  }
+  if(!sink->buf_cap)
+    sink->buf_cap = CTI_DEFAULT_SINK_BUFFER;
+  sink->base = offset;
+  sink->durable = offset;
+  sink->start = offset;
+  return CT_OK;
+}
+
+ct_code cti_sink_restart(struct cti_sink *sink)
+{
+  if(sink->fd < 0)
+    return CT_OK;
+  sink->buf_len = 0;
+  if(ftruncate(sink->fd, 0) != 0) {
+    sink->sys_errno = errno;
+    return CT_E_SINK_IO;
+  }
+  sink->base = 0;
+  sink->durable = 0;
+  sink->start = 0;
+  return CT_OK;
+}
+
+void cti_sink_preallocate(struct cti_sink *sink, int64_t total)
+{
+  if(sink->fd < 0 || total <= 0)
+    return;
+  /* KEEP_SIZE: reserve the blocks but leave the file size at what has
+   * really been written, so a kept part file never claims bytes it lacks.
+   * File systems without fallocate simply say no; that is fine. */
+  (void)fallocate(sink->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)total);
+}
+
+static ct_code write_all(struct cti_sink *sink, const char *data, size_t len,
+                         int64_t offset)
+{
+  while(len) {
+    ssize_t n = pwrite(sink->fd, data, len, (off_t)offset);
+    if(n < 0) {
+      if(errno == EINTR)
+        continue;
+      sink->sys_errno = errno;
+      return CT_E_SINK_IO;
+    }
+    if(n == 0) {
+      sink->sys_errno = ENOSPC;
+      return CT_E_SINK_IO;
+    }
+    /* pwrite may write less than asked (signals, quotas): go on. */
+    data += n;
+    len -= (size_t)n;
+    offset += n;
+  }
+  return CT_OK;
+}
+
+static void start_writeback(struct cti_sink *sink, int64_t from, int64_t len)
+{
+  /* Ask the kernel to start writing these pages now, asynchronously, so
+   * that the fsync at the end has little left to do and dirty pages never
+   * pile up to the throttling limit. */
+  (void)sync_file_range(sink->fd, (off_t)from, (off_t)len,
+                        SYNC_FILE_RANGE_WRITE);
+}
+
+ct_code cti_sink_flush(struct cti_sink *sink)
+{
+  ct_code rc;
+  if(sink->fd < 0 || !sink->buf_len)
+    return CT_OK;
+  rc = write_all(sink, sink->buf, sink->buf_len, sink->base);
+  if(rc != CT_OK)
+    return rc;
+  start_writeback(sink, sink->base, (int64_t)sink->buf_len);
+  sink->base += (int64_t)sink->buf_len;
+  sink->durable = sink->base;
+  sink->buf_len = 0;
+  return CT_OK;
+}
+
+static ct_code mem_append(struct cti_sink *sink, const char *data, size_t len)
+{
+  if(sink->mem_len + len > sink->mem_cap) {
+    size_t cap = sink->mem_cap ? sink->mem_cap : 16384;
+    char *grown;
+    while(cap < sink->mem_len + len)
+      cap *= 2;
+    grown = realloc(sink->mem, cap);
+    if(!grown)
+      return CT_E_NO_MEMORY;
+    sink->mem = grown;
+    sink->mem_cap = cap;
+  }
+  memcpy(sink->mem + sink->mem_len, data, len);
+  sink->mem_len += len;
+  return CT_OK;
+}
+
+ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len)
+{
+  ct_code rc;
+  switch(sink->kind) {
+  case CT_SINK_MEMORY:
+    return mem_append(sink, data, len);
+  case CT_SINK_FILE:
+    break;
+  default:
+    return CT_OK;
+  }
+  if(!sink->buf) {
+    sink->buf = malloc(sink->buf_cap);
+    if(!sink->buf)
+      return CT_E_NO_MEMORY;
+  }
+  while(len) {
+    size_t room = sink->buf_cap - sink->buf_len;
+    size_t n = len < room ? len : room;
+    memcpy(sink->buf + sink->buf_len, data, n);
+    sink->buf_len += n;
+    data += n;
+    len -= n;
+    if(sink->buf_len == sink->buf_cap) {
+      rc = cti_sink_flush(sink);
+      if(rc != CT_OK)
+        return rc;
+    }
+  }
+  return CT_OK;
+}
+
+ct_code cti_sink_commit(struct cti_sink *sink)
+{
+  ct_code rc;
+  if(sink->kind != CT_SINK_FILE || sink->fd < 0)
+    return CT_OK;
+  rc = cti_sink_flush(sink);
+  if(rc != CT_OK)
+    return rc;
+  if(fsync(sink->fd) != 0) {
+    sink->sys_errno = errno;
+    return CT_E_SINK_IO;
+  }
+  if(close(sink->fd) != 0) {
+    sink->fd = -1;
+    sink->sys_errno = errno;
+    return CT_E_SINK_IO;
+  }
+  sink->fd = -1;
+  if(sink->path && rename(sink->part_path, sink->path) != 0) {
+    sink->sys_errno = errno;
+    return CT_E_SINK_IO;
+  }
+  return CT_OK;
+}
+
+void cti_sink_abandon(struct cti_sink *sink, int keep)
+{
+  if(sink->kind != CT_SINK_FILE)
+    return;
+  if(sink->fd >= 0) {
+    if(keep) {
+      /* Only bytes that reached the file count: a failed flush leaves
+       * durable at the last good offset, and the journal says the same. */
+      if(cti_sink_flush(sink) == CT_OK)
+        (void)fsync(sink->fd);
+    }
+    close(sink->fd);
+    sink->fd = -1;
+  }
+  if(!keep && sink->part_path && (sink->created || sink->start == 0))
+    unlink(sink->part_path);
+}
+
+void cti_sink_free(struct cti_sink *sink)
+{
+  if(sink->fd >= 0)
+    close(sink->fd);
+  free(sink->mem);
+  free(sink->buf);
+  free(sink->path);
+  free(sink->part_path);
+  cti_sink_init(sink);
+}

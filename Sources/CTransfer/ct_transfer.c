@@ -1,0 +1,920 @@
+/*
+ * ct_transfer.c - one transfer: its copy of the spec, its easy handle, and
+ * the header, write, read and progress callbacks libcurl calls on the loop
+ * thread. The byte path (write_cb) appends to the sink and bumps relaxed
+ * atomic counters; it never calls into Swift unless the sink is a stream.
+ */
+#define _GNU_SOURCE
+#include "ct_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+double cti_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void counter_store(int64_t *field, int64_t value)
+{
+  __atomic_store_n(field, value, __ATOMIC_RELAXED);
+}
+
+void ct_transfer_spec_init(struct ct_transfer_spec *spec)
+{
+  memset(spec, 0, sizeof(*spec));
+  spec->body_length = -1;
+  spec->range_end = -1;
+  spec->flags = CT_FLAG_FOLLOW_REDIRECTS;
+  spec->max_redirects = 16;
+  spec->connect_timeout_ms = CTI_DEFAULT_CONNECT_TIMEOUT_MS;
+}
+
+static int has_crlf(const char *s)
+{
+  return strpbrk(s, "\r\n") != NULL;
+}
+
+static void set_local_error(struct cti_transfer *t, ct_code code, int err,
+                            const char *message)
+{
+  if(t->local_code != CT_OK)
+    return;            /* the first cause wins */
+  t->local_code = code;
+  t->local_errno = err;
+  cti_copy_message(t->local_message, sizeof(t->local_message), message);
+}
+
+ct_code cti_transfer_create(struct ct_loop *loop,
+                            const struct ct_transfer_spec *spec, void *ctx,
+                            struct cti_transfer **out)
+{
+  struct cti_transfer *t;
+  size_t i;
+
+  *out = NULL;
+  if(!spec->url || !*spec->url)
+    return CT_E_INVALID_REQUEST;
+  if(has_crlf(spec->url) || (spec->method && has_crlf(spec->method)))
+    return CT_E_INVALID_REQUEST;
+  for(i = 0; i < spec->header_count; i++) {
+    const char *h = spec->headers ? spec->headers[i] : NULL;
+    if(!h || has_crlf(h) || !strchr(h, ':'))
+      return CT_E_INVALID_REQUEST;
+  }
+  if(spec->body_kind == CT_BODY_MEMORY && spec->body_length > 0 &&
+     !spec->body_data)
+    return CT_E_INVALID_ARGUMENT;
+  if(spec->body_kind == CT_BODY_FILE && !spec->body_path)
+    return CT_E_INVALID_ARGUMENT;
+  if(spec->sink_kind == CT_SINK_FILE && !spec->sink_path &&
+     !spec->sink_part_path)
+    return CT_E_INVALID_ARGUMENT;
+
+  t = calloc(1, sizeof(*t));
+  if(!t)
+    return CT_E_NO_MEMORY;
+  t->loop = loop;
+  t->ctx = ctx;
+  t->flags = spec->flags;
+  t->body_fd = -1;
+  cti_sink_init(&t->sink);
+  t->url = cti_strdup(spec->url);
+  t->method = cti_strdup(spec->method);
+  t->if_range = cti_strdup(spec->if_range);
+  t->ca_file = cti_strdup(spec->ca_file);
+  t->client_cert = cti_strdup(spec->client_cert);
+  t->client_key = cti_strdup(spec->client_key);
+  t->userpwd = cti_strdup(spec->user_password);
+  t->body_path = cti_strdup(spec->body_path);
+  t->spec = *spec;
+  t->spec.url = NULL;
+  t->spec.method = NULL;
+  t->spec.headers = NULL;
+  t->spec.body_data = NULL;
+  t->spec.body_path = NULL;
+  t->spec.sink_path = NULL;
+  t->spec.sink_part_path = NULL;
+  t->spec.if_range = NULL;
+  t->spec.ca_file = NULL;
+  t->spec.client_cert = NULL;
+  t->spec.client_key = NULL;
+  t->spec.user_password = NULL;
+  t->spec.counters = NULL;
+  if(!t->url || (spec->method && !t->method))
+    goto nomem;
+  for(i = 0; i < spec->header_count; i++) {
+    struct curl_slist *n = curl_slist_append(t->headers, spec->headers[i]);
+    if(!n)
+      goto nomem;
+    t->headers = n;
+  }
+
+  t->body_kind = spec->body_kind;
+  t->body_mem = spec->body_data;
+  t->body_length = spec->body_kind == CT_BODY_NONE ? 0 : spec->body_length;
+  t->body_offset = spec->body_offset > 0 ? spec->body_offset : 0;
+
+  t->sink.kind = spec->sink_kind;
+  t->sink.buf_cap = spec->sink_buffer_size ? spec->sink_buffer_size :
+    CTI_DEFAULT_SINK_BUFFER;
+  if(spec->sink_kind == CT_SINK_FILE) {
+    t->sink.path = cti_strdup(spec->sink_path);
+    if(spec->sink_part_path)
+      t->sink.part_path = cti_strdup(spec->sink_part_path);
+    else if(asprintf(&t->sink.part_path, "%s.part", spec->sink_path) < 0)
+      t->sink.part_path = NULL;
+    if(!t->sink.part_path || (spec->sink_path && !t->sink.path))
+      goto nomem;
+  }
+  t->resume_offset = spec->resume_offset > 0 ? spec->resume_offset : 0;
+  /* A segment is [range_start, range_end]; anything else is a whole body. */
+  if(spec->range_end >= 0 || spec->range_start > 0) {
+    t->range_start = spec->range_start > 0 ? spec->range_start : 0;
+    t->range_end = spec->range_end;
+  }
+  else {
+    t->range_start = -1;
+    t->range_end = -1;
+  }
+  t->content_length = -1;
+  t->content_range_start = -1;
+  t->progress_interval_ms = spec->progress_interval_ms ?
+    spec->progress_interval_ms : CTI_DEFAULT_PROGRESS_MS;
+
+  t->counters = spec->counters ? spec->counters : &t->own_counters;
+  counter_store(&t->counters->bytes_sent, 0);
+  counter_store(&t->counters->bytes_received, t->resume_offset);
+  counter_store(&t->counters->bytes_expected_to_send, t->body_length);
+  counter_store(&t->counters->bytes_expected_to_receive, -1);
+  t->submit_time = cti_now();
+
+  t->easy = curl_easy_init();
+  if(!t->easy)
+    goto nomem;
+  *out = t;
+  return CT_OK;
+nomem:
+  cti_transfer_free(t);
+  return CT_E_NO_MEMORY;
+}
+
+/* --- response head --------------------------------------------------- */
+
+static int hdr_append(struct cti_transfer *t, const char *data, size_t len)
+{
+  if(t->hdr_len + len + 1 > t->hdr_cap) {
+    size_t cap = t->hdr_cap ? t->hdr_cap : 1024;
+    char *grown;
+    while(cap < t->hdr_len + len + 1)
+      cap *= 2;
+    /* Headers are bounded by libcurl (100 KiB per header, 300 KiB in
+     * total in 7.88 is CURL_MAX_HTTP_HEADER per line); we bound the block
+     * ourselves so a hostile server cannot grow it without limit. */
+    if(cap > 1024 * 1024)
+      return 0;
+    grown = realloc(t->hdr, cap);
+    if(!grown)
+      return 0;
+    t->hdr = grown;
+    t->hdr_cap = cap;
+  }
+  memcpy(t->hdr + t->hdr_len, data, len);
+  t->hdr_len += len;
+  t->hdr[t->hdr_len] = 0;
+  return 1;
+}
+
+/* Value of header line `line` (length len) if its name is `name`. */
+static int header_value(const char *line, size_t len, const char *name,
+                        char *out, size_t cap)
+{
+  size_t nlen = strlen(name);
+  size_t start;
+  size_t end = len;
+  if(len <= nlen || strncasecmp(line, name, nlen) != 0 || line[nlen] != ':')
+    return 0;
+  start = nlen + 1;
+  while(start < len && (line[start] == ' ' || line[start] == '\t'))
+    start++;
+  while(end > start && isspace((unsigned char)line[end - 1]))
+    end--;
+  if(end - start >= cap)
+    return 0;
+  memcpy(out, line + start, end - start);
+  out[end - start] = 0;
+  return 1;
+}
+
+static int is_redirect_to_follow(struct cti_transfer *t)
+{
+  char *location = NULL;
+  long count = 0;
+  if(!(t->flags & CT_FLAG_FOLLOW_REDIRECTS))
+    return 0;
+  if(t->status != 301 && t->status != 302 && t->status != 303 &&
+     t->status != 307 && t->status != 308)
+    return 0;
+  if(curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &location) !=
+     CURLE_OK || !location)
+    return 0;
+  /* When the maximum is reached curl stops and reports an error: that hop
+   * is not final either, the error is. */
+  (void)count;
+  return 1;
+}
+
+static void deliver_head(struct cti_transfer *t)
+{
+  struct ct_callbacks *cb = &t->loop->config.callbacks;
+  struct ct_response_head head;
+  char *url = NULL;
+  long version = 0;
+  int64_t expected = -1;
+
+  t->head_delivered = 1;
+  curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+  curl_easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &version);
+
+  if(t->resume_offset > 0) {
+    if(t->status == 206 && t->content_range_start == t->resume_offset) {
+      /* continues the part file */
+    }
+    else if(t->status == 200) {
+      /* The server ignored Range, or If-Range said the file changed:
+       * start again from zero, cleanly. */
+      t->resume_offset = 0;
+      counter_store(&t->counters->bytes_received, 0);
+    }
+  }
+  if(t->range_start >= 0 && t->range_end >= 0 && t->status == 200 &&
+     (t->flags & CT_FLAG_FAIL_ON_RANGE_IGNORED)) {
+    set_local_error(t, CT_E_BAD_RESPONSE, 0, "server ignored the Range");
+  }
+  if(t->content_length >= 0)
+    expected = t->content_length + t->resume_offset;
+  if(t->flags & CT_FLAG_NO_BODY)
+    expected = 0;
+  counter_store(&t->counters->bytes_expected_to_receive, expected);
+
+  if(t->sink.kind == CT_SINK_FILE && t->status < 300 &&
+     t->local_code == CT_OK) {
+    int64_t offset = t->resume_offset;
+    int truncate_file = 1;
+    ct_code rc;
+    if(t->range_start >= 0) {
+      offset = t->range_start;
+      truncate_file = 0;
+    }
+    else if(offset > 0)
+      truncate_file = 0;
+    rc = cti_sink_open_file(&t->sink, offset, truncate_file);
+    if(rc != CT_OK)
+      set_local_error(t, rc, t->sink.sys_errno,
+                      "cannot open the destination file");
+    else if(offset == 0 && t->resume_offset == 0 && t->range_start < 0) {
+      if(!(t->flags & CT_FLAG_NO_PREALLOCATE))
+        cti_sink_preallocate(&t->sink, expected);
+    }
+  }
+  else if(t->sink.kind == CT_SINK_FILE && t->local_code == CT_OK) {
+    /* An error page still goes to a file, as with URLSession: open it
+     * fresh so a resume offset never mixes it with the partial body. */
+    if(cti_sink_open_file(&t->sink, 0, 1) != CT_OK)
+      set_local_error(t, CT_E_SINK_IO, t->sink.sys_errno,
+                      "cannot open the destination file");
+    t->resume_offset = 0;
+    counter_store(&t->counters->bytes_received, 0);
+  }
+  if(t->sink.kind == CT_SINK_MEMORY && t->content_length > 0 &&
+     t->content_length <= 64 * 1024 * 1024 && !t->sink.mem) {
+    /* One allocation of the announced size instead of doublings. */
+    t->sink.mem = malloc((size_t)t->content_length);
+    if(t->sink.mem)
+      t->sink.mem_cap = (size_t)t->content_length;
+  }
+
+  if(t->flags & CT_FLAG_AWAIT_DISPOSITION)
+    t->awaiting_disposition = 1;
+  if(!cb->on_response)
+    return;
+  head.status = t->status;
+  head.http_version = version == CURL_HTTP_VERSION_2_0 ? 20 :
+    version == CURL_HTTP_VERSION_1_0 ? 10 :
+    version == CURL_HTTP_VERSION_3 ? 30 : 11;
+  head.content_length = t->content_length;
+  head.resume_offset = t->resume_offset;
+  head.effective_url = url ? url : t->url;
+  head.raw_headers = t->hdr ? t->hdr : "";
+  head.raw_headers_length = t->hdr_len;
+  cb->on_response(t->ctx, &head);
+}
+
+static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
+{
+  struct cti_transfer *t = userp;
+  size_t len = size * nitems;
+  char value[512];
+
+  if(len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+    /* A new response (after 1xx, a redirect or an auth round): start
+     * its head afresh. */
+    const char *sp = memchr(data, ' ', len);
+    t->hdr_len = 0;
+    t->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+    t->content_length = -1;
+    t->content_range_start = -1;
+    free(t->etag);
+    free(t->last_modified);
+    t->etag = NULL;
+    t->last_modified = NULL;
+    return len;
+  }
+  if(len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')) {
+    /* End of this head. Deliver it if it is the final response. */
+    if(t->status >= 100 && t->status < 200)
+      return len;
+    if(is_redirect_to_follow(t))
+      return len;
+    if(!t->head_delivered)
+      deliver_head(t);
+    return len;
+  }
+  if(!hdr_append(t, data, len)) {
+    set_local_error(t, CT_E_BAD_RESPONSE, 0, "response headers too large");
+    return 0;
+  }
+  if(header_value(data, len, "Content-Length", value, sizeof(value))) {
+    char *end = NULL;
+    long long n = strtoll(value, &end, 10);
+    if(end && *end == 0 && n >= 0)
+      t->content_length = n;
+  }
+  else if(header_value(data, len, "Content-Range", value, sizeof(value))) {
+    /* "bytes 100-199/1000" */
+    if(strncasecmp(value, "bytes ", 6) == 0)
+      t->content_range_start = strtoll(value + 6, NULL, 10);
+  }
+  else if(header_value(data, len, "ETag", value, sizeof(value))) {
+    free(t->etag);
+    t->etag = strdup(value);
+  }
+  else if(header_value(data, len, "Last-Modified", value, sizeof(value))) {
+    free(t->last_modified);
+    t->last_modified = strdup(value);
+  }
+  return len;
+}
+
+/* --- body ------------------------------------------------------------ */
+
+static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
+{
+  struct cti_transfer *t = userp;
+  size_t len = size * nmemb;
+  ct_code rc;
+
+  if(!t->head_delivered)
+    deliver_head(t);       /* HTTP/1.0 or odd servers: no blank line seen */
+  if(t->local_code != CT_OK)
+    return 0;              /* CURLE_WRITE_ERROR; local_code says why */
+  if(t->awaiting_disposition) {
+    /* curl keeps this chunk and hands it again after the unpause. */
+    t->paused_for_disposition = 1;
+    return CURL_WRITEFUNC_PAUSE;
+  }
+  if(t->status >= 300 && t->status < 400 && is_redirect_to_follow(t))
+    return len;            /* body of a redirect we follow */
+  if(t->sink.kind == CT_SINK_STREAM) {
+    struct ct_callbacks *cb = &t->loop->config.callbacks;
+    if(cb->on_data)
+      cb->on_data(t->ctx, data, len);
+  }
+  else {
+    rc = cti_sink_write(&t->sink, data, len);
+    if(rc != CT_OK) {
+      set_local_error(t, rc, t->sink.sys_errno,
+                      "cannot write the response body");
+      return 0;
+    }
+  }
+  __atomic_add_fetch(&t->counters->bytes_received, (int64_t)len,
+                     __ATOMIC_RELAXED);
+  return len;
+}
+
+static size_t read_cb(char *buffer, size_t size, size_t nitems, void *userp)
+{
+  struct cti_transfer *t = userp;
+  size_t cap = size * nitems;
+  size_t want = cap;
+  ssize_t n;
+
+  if(t->body_kind == CT_BODY_PULL) {
+    struct ct_callbacks *cb = &t->loop->config.callbacks;
+    int64_t got = cb->on_read ? cb->on_read(t->ctx, buffer, cap) : -1;
+    if(got < 0 || (size_t)got > cap) {
+      set_local_error(t, CT_E_SOURCE_IO, 0, "the body stream failed");
+      return CURL_READFUNC_ABORT;
+    }
+    t->body_pos += got;
+    return (size_t)got;
+  }
+  if(t->body_kind != CT_BODY_FILE)
+    return 0;
+  if(t->body_length >= 0 && (int64_t)want > t->body_length - t->body_pos)
+    want = (size_t)(t->body_length - t->body_pos);
+  if(!want)
+    return 0;
+  for(;;) {
+    n = pread(t->body_fd, buffer, want, (off_t)(t->body_offset + t->body_pos));
+    if(n < 0 && errno == EINTR)
+      continue;
+    break;
+  }
+  if(n < 0) {
+    set_local_error(t, CT_E_SOURCE_IO, errno, "cannot read the body file");
+    return CURL_READFUNC_ABORT;
+  }
+  if(n == 0 && t->body_length >= 0 && t->body_pos < t->body_length) {
+    /* The file shrank under us: the announced length cannot be met. */
+    set_local_error(t, CT_E_SOURCE_IO, 0, "the body file shrank");
+    return CURL_READFUNC_ABORT;
+  }
+  t->body_pos += n;
+  return (size_t)n;
+}
+
+static int seek_cb(void *userp, curl_off_t offset, int origin)
+{
+  struct cti_transfer *t = userp;
+  if(origin != SEEK_SET)
+    return CURL_SEEKFUNC_CANTSEEK;
+  if(t->body_kind == CT_BODY_FILE) {
+    t->body_pos = offset;
+    return CURL_SEEKFUNC_OK;
+  }
+  if(t->body_kind == CT_BODY_PULL && offset == 0) {
+    struct ct_callbacks *cb = &t->loop->config.callbacks;
+    if(cb->on_rewind && cb->on_rewind(t->ctx) == 0) {
+      t->body_pos = 0;
+      return CURL_SEEKFUNC_OK;
+    }
+  }
+  return CURL_SEEKFUNC_CANTSEEK;
+}
+
+void cti_transfer_emit_progress(struct cti_transfer *t, int force)
+{
+  struct ct_callbacks *cb = &t->loop->config.callbacks;
+  struct ct_progress p;
+  double now;
+  if(!cb->on_progress)
+    return;
+  now = cti_now();
+  if(!force &&
+     (now - t->last_progress) * 1000.0 < (double)t->progress_interval_ms)
+    return;
+  t->last_progress = now;
+  p.bytes_sent = ct_counters_sent(t->counters);
+  p.bytes_expected_to_send = ct_counters_expected_to_send(t->counters);
+  p.bytes_received = ct_counters_received(t->counters);
+  p.bytes_expected_to_receive = ct_counters_expected_to_receive(t->counters);
+  p.elapsed = now - t->submit_time;
+  cb->on_progress(t->ctx, &p);
+}
+
+static int xferinfo_cb(void *userp, curl_off_t dltotal, curl_off_t dlnow,
+                       curl_off_t ultotal, curl_off_t ulnow)
+{
+  struct cti_transfer *t = userp;
+  (void)dltotal;
+  (void)dlnow;
+  counter_store(&t->counters->bytes_sent, ulnow);
+  if(ultotal > 0)
+    counter_store(&t->counters->bytes_expected_to_send, ultotal);
+  cti_transfer_emit_progress(t, 0);
+  return 0;
+}
+
+static uint64_t hash_string(const char *s);
+
+static CURLcode ssl_ctx_cb(CURL *easy, void *ssl_ctx, void *userp)
+{
+  struct cti_transfer *t = userp;
+  return (CURLcode)cti_tls_configure_ctx(t->loop->tls, ssl_ctx, easy,
+                                         t->ca_file,
+                                         (t->flags & CT_FLAG_INSECURE) != 0,
+                                         &t->verdict);
+}
+
+/* --- setup ----------------------------------------------------------- */
+
+#define SETOPT(opt, val) do {                                   \
+    if(curl_easy_setopt(e, opt, val) != CURLE_OK) goto badopt;  \
+  } while(0)
+
+ct_code cti_transfer_setup(struct cti_transfer *t)
+{
+  CURL *e = t->easy;
+  long httpver;
+  int has_body = t->body_kind != CT_BODY_NONE;
+  int big_sink = t->sink.kind == CT_SINK_FILE ||
+    t->sink.kind == CT_SINK_DISCARD;
+  char marker[96];
+
+  SETOPT(CURLOPT_PRIVATE, t);
+  SETOPT(CURLOPT_ERRORBUFFER, t->errbuf);
+  SETOPT(CURLOPT_NOSIGNAL, 1L);
+  SETOPT(CURLOPT_URL, t->url);
+  SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
+  SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  SETOPT(CURLOPT_SHARE, t->loop->share);
+  SETOPT(CURLOPT_WRITEFUNCTION, write_cb);
+  SETOPT(CURLOPT_WRITEDATA, t);
+  SETOPT(CURLOPT_HEADERFUNCTION, header_cb);
+  SETOPT(CURLOPT_HEADERDATA, t);
+  SETOPT(CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+  SETOPT(CURLOPT_XFERINFODATA, t);
+  SETOPT(CURLOPT_NOPROGRESS, 0L);
+  if(big_sink)
+    SETOPT(CURLOPT_BUFFERSIZE, 512L * 1024L);
+  if(t->headers)
+    SETOPT(CURLOPT_HTTPHEADER, t->headers);
+
+  if(t->flags & CT_FLAG_FOLLOW_REDIRECTS) {
+    SETOPT(CURLOPT_FOLLOWLOCATION, 1L);
+    SETOPT(CURLOPT_MAXREDIRS, 16L);
+  }
+  if(!(t->flags & CT_FLAG_NO_DECOMPRESS) && t->resume_offset == 0 &&
+     t->range_start < 0)
+    SETOPT(CURLOPT_ACCEPT_ENCODING, "");
+
+  /* Method and body. */
+  if(t->flags & CT_FLAG_NO_BODY)
+    SETOPT(CURLOPT_NOBODY, 1L);
+  if(has_body) {
+    if(t->body_kind == CT_BODY_FILE) {
+      t->body_fd = open(t->body_path, O_RDONLY | O_CLOEXEC);
+      if(t->body_fd < 0) {
+        set_local_error(t, CT_E_INVALID_REQUEST, errno,
+                        "cannot open the body file");
+        return CT_E_INVALID_REQUEST;
+      }
+      if(t->body_length < 0) {
+        off_t end = lseek(t->body_fd, 0, SEEK_END);
+        if(end >= 0 && end >= t->body_offset)
+          t->body_length = end - t->body_offset;
+      }
+      (void)posix_fadvise(t->body_fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    }
+    counter_store(&t->counters->bytes_expected_to_send, t->body_length);
+    SETOPT(CURLOPT_POST, 1L);
+    if(t->body_kind == CT_BODY_MEMORY) {
+      /* Borrowed, not copied: the owner keeps it alive until finish. */
+      SETOPT(CURLOPT_POSTFIELDS, t->body_mem ? t->body_mem : "");
+      SETOPT(CURLOPT_POSTFIELDSIZE_LARGE,
+             (curl_off_t)(t->body_length > 0 ? t->body_length : 0));
+    }
+    else {
+      SETOPT(CURLOPT_READFUNCTION, read_cb);
+      SETOPT(CURLOPT_READDATA, t);
+      SETOPT(CURLOPT_SEEKFUNCTION, seek_cb);
+      SETOPT(CURLOPT_SEEKDATA, t);
+      SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->body_length);
+      SETOPT(CURLOPT_UPLOAD_BUFFERSIZE, (long)CTI_FILE_READ_BLOCK);
+    }
+  }
+  if(t->method) {
+    if(strcmp(t->method, "HEAD") == 0)
+      SETOPT(CURLOPT_NOBODY, 1L);
+    else if(!(strcmp(t->method, "GET") == 0 && !has_body) &&
+            !(strcmp(t->method, "POST") == 0 && has_body))
+      SETOPT(CURLOPT_CUSTOMREQUEST, t->method);
+  }
+
+  /* Resume and segments. */
+  if(t->range_start >= 0) {
+    char range[64];
+    if(t->range_end >= 0)
+      snprintf(range, sizeof(range), "%lld-%lld",
+               (long long)(t->range_start + t->resume_offset),
+               (long long)t->range_end);
+    else
+      snprintf(range, sizeof(range), "%lld-",
+               (long long)(t->range_start + t->resume_offset));
+    SETOPT(CURLOPT_RANGE, range);
+  }
+  else if(t->resume_offset > 0) {
+    char range[64];
+    /* CURLOPT_RANGE, not RESUME_FROM: a 200 reply must restart cleanly
+     * instead of failing with "server does not support byte ranges". */
+    snprintf(range, sizeof(range), "%lld-", (long long)t->resume_offset);
+    SETOPT(CURLOPT_RANGE, range);
+    if(t->if_range) {
+      char *line = NULL;
+      struct curl_slist *n;
+      if(asprintf(&line, "If-Range: %s", t->if_range) < 0)
+        return CT_E_NO_MEMORY;
+      n = curl_slist_append(t->headers, line);
+      free(line);
+      if(!n)
+        return CT_E_NO_MEMORY;
+      t->headers = n;
+      SETOPT(CURLOPT_HTTPHEADER, t->headers);
+    }
+  }
+
+  /* Limits. */
+  SETOPT(CURLOPT_MAXREDIRS, (long)(t->spec.max_redirects >= 0 ?
+                                   t->spec.max_redirects : 16));
+  SETOPT(CURLOPT_CONNECTTIMEOUT_MS, (long)(t->spec.connect_timeout_ms > 0 ?
+                                           t->spec.connect_timeout_ms :
+                                           CTI_DEFAULT_CONNECT_TIMEOUT_MS));
+  if(t->spec.timeout_ms > 0)
+    SETOPT(CURLOPT_TIMEOUT_MS, (long)t->spec.timeout_ms);
+  if(t->spec.low_speed_limit > 0 && t->spec.low_speed_time_s > 0) {
+    SETOPT(CURLOPT_LOW_SPEED_LIMIT, (long)t->spec.low_speed_limit);
+    SETOPT(CURLOPT_LOW_SPEED_TIME, (long)t->spec.low_speed_time_s);
+  }
+  if(t->spec.max_recv_speed > 0)
+    SETOPT(CURLOPT_MAX_RECV_SPEED_LARGE,
+           (curl_off_t)t->spec.max_recv_speed);
+  if(t->spec.max_send_speed > 0)
+    SETOPT(CURLOPT_MAX_SEND_SPEED_LARGE,
+           (curl_off_t)t->spec.max_send_speed);
+  if(t->userpwd) {
+    SETOPT(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    SETOPT(CURLOPT_USERPWD, t->userpwd);
+  }
+
+  /* HTTP version: ALPN decides by default; h2c upgrades are never tried. */
+  switch(t->spec.http_version) {
+  case CT_HTTP_1_1:
+    httpver = CURL_HTTP_VERSION_1_1;
+    break;
+  case CT_HTTP_1_0:
+    httpver = CURL_HTTP_VERSION_1_0;
+    break;
+  default:
+    httpver = CURL_HTTP_VERSION_2TLS;
+    break;
+  }
+  SETOPT(CURLOPT_HTTP_VERSION, httpver);
+  if(t->loop->config.multiplex)
+    SETOPT(CURLOPT_PIPEWAIT, 1L);
+
+  /* TLS: verification is ours (ct_tls.c), done in OpenSSL's verify step
+   * with anchors loaded once per loop. libcurl must neither load the CA
+   * bundle per connection (about 30 ms of CPU each) nor verify again. The
+   * CAINFO marker is never loaded successfully; it only keeps connections
+   * made under different trust settings (insecure, another CA file, an
+   * older policy) from being reused by each other. */
+  SETOPT(CURLOPT_SSL_VERIFYPEER, 0L);
+  SETOPT(CURLOPT_SSL_VERIFYHOST, 0L);
+  SETOPT(CURLOPT_CAPATH, NULL);
+  snprintf(marker, sizeof(marker), "ct-trust:%llu:%d:%016llx",
+           (unsigned long long)t->loop->trust_generation,
+           (t->flags & CT_FLAG_INSECURE) ? 1 : 0,
+           (unsigned long long)hash_string(t->ca_file));
+  SETOPT(CURLOPT_CAINFO, marker);
+  SETOPT(CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_cb);
+  SETOPT(CURLOPT_SSL_CTX_DATA, t);
+  if(t->client_cert) {
+    SETOPT(CURLOPT_SSLCERT, t->client_cert);
+    SETOPT(CURLOPT_SSLCERTTYPE, "PEM");
+  }
+  if(t->client_key)
+    SETOPT(CURLOPT_SSLKEY, t->client_key);
+  return CT_OK;
+badopt:
+  set_local_error(t, CT_E_INVALID_REQUEST, 0,
+                  t->errbuf[0] ? t->errbuf : "libcurl refused an option");
+  return CT_E_INVALID_REQUEST;
+}
+
+static uint64_t hash_string(const char *s)
+{
+  uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
+  if(!s)
+    return 0;
+  while(*s) {
+    h ^= (unsigned char)*s++;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+/* --- finish ---------------------------------------------------------- */
+
+static void collect_metrics(struct cti_transfer *t, struct ct_metrics *m)
+{
+  CURL *e = t->easy;
+  curl_off_t v = 0;
+  long l = 0;
+  char *s = NULL;
+
+#define USEC(info, field) do {                                          \
+    v = -1;                                                             \
+    m->field = curl_easy_getinfo(e, info, &v) == CURLE_OK && v >= 0 ?   \
+      (double)v / 1e6 : -1;                                             \
+  } while(0)
+
+  memset(m, 0, sizeof(*m));
+  m->queued = t->add_time > 0 ? t->add_time - t->submit_time : 0;
+  USEC(CURLINFO_NAMELOOKUP_TIME_T, name_lookup);
+  USEC(CURLINFO_CONNECT_TIME_T, connect);
+  USEC(CURLINFO_APPCONNECT_TIME_T, tls);
+  USEC(CURLINFO_PRETRANSFER_TIME_T, request_sent);
+  USEC(CURLINFO_STARTTRANSFER_TIME_T, first_byte);
+  USEC(CURLINFO_TOTAL_TIME_T, total);
+  USEC(CURLINFO_REDIRECT_TIME_T, redirect);
+#undef USEC
+  if(curl_easy_getinfo(e, CURLINFO_REDIRECT_COUNT, &l) == CURLE_OK)
+    m->redirect_count = l;
+  if(curl_easy_getinfo(e, CURLINFO_HEADER_SIZE, &l) == CURLE_OK)
+    m->header_bytes = l;
+  if(curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &l) == CURLE_OK)
+    m->request_bytes = l;
+  if(curl_easy_getinfo(e, CURLINFO_SIZE_UPLOAD_T, &v) == CURLE_OK)
+    m->body_bytes_sent = v;
+  if(curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &v) == CURLE_OK)
+    m->body_bytes_received = v;
+  if(curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &l) == CURLE_OK)
+    m->http_version = l == CURL_HTTP_VERSION_2_0 ? 20 :
+      l == CURL_HTTP_VERSION_1_0 ? 10 : l == CURL_HTTP_VERSION_3 ? 30 :
+      l == CURL_HTTP_VERSION_1_1 ? 11 : 0;
+  if(curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &l) == CURLE_OK)
+    m->reused_connection = l == 0 && m->http_version != 0;
+  if(curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &s) == CURLE_OK && s)
+    cti_copy_message(m->remote_ip, sizeof(m->remote_ip), s);
+  if(curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &l) == CURLE_OK)
+    m->remote_port = (int32_t)l;
+  if(curl_easy_getinfo(e, CURLINFO_LOCAL_IP, &s) == CURLE_OK && s)
+    cti_copy_message(m->local_ip, sizeof(m->local_ip), s);
+  if(curl_easy_getinfo(e, CURLINFO_LOCAL_PORT, &l) == CURLE_OK)
+    m->local_port = (int32_t)l;
+}
+
+static ct_code classify(struct cti_transfer *t, CURLcode cc)
+{
+  if(t->local_code != CT_OK)
+    return t->local_code;
+  if(cc == CURLE_OK)
+    return CT_OK;
+  if(t->verdict.reason != CT_TLS_OK) {
+    switch(t->verdict.reason) {
+    case CT_TLS_NO_PIN_MATCHED:
+    case CT_TLS_POLICY_INVALID:
+    case CT_TLS_REJECTED_BY_DELEGATE:
+      return CT_E_SERVER_TRUST;
+    default:
+      return CT_E_TLS;
+    }
+  }
+  if(cc == CURLE_UNSUPPORTED_PROTOCOL) {
+    long redirects = 0;
+    if(strstr(t->errbuf, "HTTP/0.9"))
+      return CT_E_BAD_RESPONSE;
+    curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &redirects);
+    if(redirects > 0 || t->status / 100 == 3)
+      return CT_E_REDIRECT_REFUSED;   /* Location to ftp:, file:, ... */
+    return CT_E_INVALID_REQUEST;
+  }
+  if(cc == CURLE_RECV_ERROR && t->head_delivered)
+    return CT_E_TRUNCATED;   /* the connection died inside the body */
+  return cti_code_from_curl(cc);
+}
+
+static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
+                   const char *message)
+{
+  struct ct_callbacks *cb = &t->loop->config.callbacks;
+  struct ct_result r;
+  char *url = NULL;
+  char *redirect = NULL;
+  int keep = (t->flags & CT_FLAG_KEEP_PARTIAL) != 0;
+
+  if(t->finished)
+    return;
+  t->finished = 1;
+  memset(&r, 0, sizeof(r));
+  if(t->added || t->add_time > 0)
+    collect_metrics(t, &r.metrics);
+  else
+    r.metrics.queued = cti_now() - t->submit_time;
+
+  if(code == CT_OK && t->sink.kind == CT_SINK_FILE) {
+    if(t->sink.fd < 0 && t->local_code == CT_OK) {
+      /* An empty body never opened the file: create it now so that a
+       * successful download always leaves a (possibly empty) file. */
+      code = cti_sink_open_file(&t->sink, 0, 1);
+      if(code != CT_OK)
+        message = "cannot create the destination file";
+    }
+    if(code == CT_OK) {
+      code = cti_sink_commit(&t->sink);
+      if(code != CT_OK)
+        message = "cannot move the download into place";
+    }
+  }
+  if(code != CT_OK && t->sink.kind == CT_SINK_FILE)
+    cti_sink_abandon(&t->sink, keep && code != CT_E_CHECKSUM);
+
+  r.code = code;
+  r.curl_code = (int32_t)cc;
+  r.sys_errno = t->local_errno ? t->local_errno : t->sink.sys_errno;
+  if(code == CT_OK)
+    r.sys_errno = 0;
+  r.tls_reason = t->verdict.reason;
+  r.verify_error = t->verdict.verify_error;
+  r.http_status = t->status;
+  if(t->sink.kind == CT_SINK_FILE)
+    r.bytes_on_disk = t->sink.durable;
+  r.resume_offset = t->resume_offset;
+  curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+  r.effective_url = url ? url : t->url;
+  if(curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &redirect) ==
+     CURLE_OK)
+    r.redirect_url = redirect;
+  r.etag = t->etag;
+  r.last_modified = t->last_modified;
+  if(t->sink.kind == CT_SINK_FILE)
+    r.file_path = (code == CT_OK && t->sink.path) ? t->sink.path :
+      t->sink.part_path;
+  if(code == CT_OK && t->sink.kind == CT_SINK_MEMORY && t->sink.mem_len) {
+    r.body = t->sink.mem;       /* moved: the callee frees it */
+    r.body_length = t->sink.mem_len;
+    t->sink.mem = NULL;
+    t->sink.mem_len = t->sink.mem_cap = 0;
+  }
+  if(code != CT_OK) {
+    const char *text = message;
+    if(t->local_code != CT_OK && t->local_message[0])
+      text = t->local_message;
+    else if(t->verdict.reason != CT_TLS_OK && t->verdict.message[0])
+      text = t->verdict.message;
+    else if(t->errbuf[0])
+      text = t->errbuf;
+    else if(cc != CURLE_OK)
+      text = curl_easy_strerror(cc);
+    if(r.sys_errno && code == CT_E_SINK_IO)
+      snprintf(r.message, sizeof(r.message), "%s: %s", text ? text : "",
+               strerror(r.sys_errno));
+    else
+      cti_copy_message(r.message, sizeof(r.message), text ? text : "");
+  }
+  cti_transfer_emit_progress(t, 1);
+  if(cb->on_finish)
+    cb->on_finish(t->ctx, &r);
+  else
+    free(r.body);    /* nobody to hand it to */
+}
+
+void cti_transfer_finish(struct cti_transfer *t, CURLcode cc)
+{
+  finish(t, classify(t, cc), cc, NULL);
+}
+
+void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,
+                              const char *message)
+{
+  if(t->local_code != CT_OK && code != CT_E_CANCELLED &&
+     code != CT_E_SHUTDOWN)
+    code = t->local_code;
+  finish(t, code, CURLE_OK, message);
+}
+
+void cti_transfer_free(struct cti_transfer *t)
+{
+  if(!t)
+    return;
+  if(t->easy)
+    curl_easy_cleanup(t->easy);
+  if(t->body_fd >= 0)
+    close(t->body_fd);
+  curl_slist_free_all(t->headers);
+  cti_sink_free(&t->sink);
+  free(t->url);
+  free(t->method);
+  free(t->if_range);
+  free(t->ca_file);
+  free(t->client_cert);
+  free(t->client_key);
+  free(t->userpwd);
+  free(t->body_path);
+  free(t->range);
+  free(t->hdr);
+  free(t->etag);
+  free(t->last_modified);
+  free(t);
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Synchronization
+
+extension SessionManager {
+    /// Sends `request` and returns the body collected by the engine.
+    ///
+    /// Swift task cancellation cancels the transfer.
+    /// - Throws: ``TransferError``; HTTP error statuses are not errors here.
+    public func data(for request: Request) async throws(TransferError) -> (Data, HTTPResponse) {
+        let task = dataTask(with: request)
+        return try await run(task) { task, resume in
+            DataTask.Waiter { response, data, error in
+                resume(Result { () throws(TransferError) -> (Data, HTTPResponse) in
+                    if let error { throw error }
+                    guard let response else { throw TransferError(.badResponse, "no response", url: request.url) }
+                    return (data ?? Data(), response)
+                })
+            }
+        }
+    }
+
+    /// Uploads the file at `fileURL` (read in large blocks) and returns the response body.
+    public func upload(for request: Request, fromFile fileURL: URL) async throws(TransferError) -> (Data, HTTPResponse) {
+        var request = request
+        request.body = .file(fileURL)
+        if request.method == .get { request.method = .post }
+        return try await data(for: request)
+    }
+
+    /// Uploads `bodyData` and returns the response body.
+    public func upload(for request: Request, from bodyData: Data) async throws(TransferError) -> (Data, HTTPResponse) {
+        var request = request
+        request.body = .data(bodyData)
+        if request.method == .get { request.method = .post }
+        return try await data(for: request)
+    }
+
+    /// Downloads the body straight to `destination`; no body byte enters Swift.
+    ///
+    /// - Returns: The file URL (`destination`) and the response.
+    public func download(for request: Request, to destination: URL) async throws(TransferError) -> (URL, HTTPResponse) {
+        let task = downloadTask(with: request, to: destination)
+        return try await run(task) { task, resume in
+            DownloadTask.Waiter { response, url, error in
+                resume(Result { () throws(TransferError) -> (URL, HTTPResponse) in
+                    if let error { throw error }
+                    guard let response, let url else { throw TransferError(.badResponse, "no response", url: request.url) }
+                    return (url, response)
+                })
+            }
+        }
+    }
+
+    /// Resumes `task`, waits for its completion, and cancels it if the
+    /// Swift task is cancelled. The continuation is resumed exactly once.
+    func run<T: TransferTask, V: Sendable>(
+        _ task: T,
+        waiter makeWaiter: (T, @escaping @Sendable (Result<V, TransferError>) -> Void) -> any TaskWaiter
+    ) async throws(TransferError) -> V {
+        let result: Result<V, TransferError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<V, TransferError>, Never>) in
+                let once = OnceFlag()
+                let waiter = makeWaiter(task) { result in
+                    if once.claim() { continuation.resume(returning: result) }
+                }
+                task.attach(waiter)
+                // Cancelled before we got here: cancel() on a task that has not
+                // started completes it locally, so the waiter still fires.
+                task.resume()
+                if Task.isCancelled { task.cancel() }
+            }
+        } onCancel: {
+            task.cancel()
+        }
+        return try result.get()
+    }
+}
+
+/// Receives a task's completion instead of (or as well as) its handler.
+protocol TaskWaiter: Sendable {
+    func taskDidComplete(_ task: TransferTask, error: TransferError?)
+}
+
+extension DataTask {
+    struct Waiter: TaskWaiter {
+        let body: @Sendable (HTTPResponse?, Data?, TransferError?) -> Void
+        init(_ body: @escaping @Sendable (HTTPResponse?, Data?, TransferError?) -> Void) { self.body = body }
+        func taskDidComplete(_ task: TransferTask, error: TransferError?) {
+            body(task.response, (task as? DataTask)?.resultData, error)
+        }
+    }
+}
+
+extension DownloadTask {
+    struct Waiter: TaskWaiter {
+        let body: @Sendable (HTTPResponse?, URL?, TransferError?) -> Void
+        init(_ body: @escaping @Sendable (HTTPResponse?, URL?, TransferError?) -> Void) { self.body = body }
+        func taskDidComplete(_ task: TransferTask, error: TransferError?) {
+            body(task.response, (task as? DownloadTask)?.fileURL, error)
+        }
+    }
+}

@@ -1,0 +1,289 @@
+import CTransfer
+import Foundation
+import Synchronization
+
+/// What one submitted transfer tells its owner. Every closure runs on the
+/// engine's loop thread and must only copy and hop (see DESIGN.md, Threads).
+struct TransferEvents: Sendable {
+    var onResponse: (@Sendable (ResponseHead) -> Void)?
+    var onProgress: (@Sendable (ProgressSnapshot) -> Void)?
+    var onData: (@Sendable (Data) -> Void)?
+    var onFinish: @Sendable (Outcome) -> Void
+    /// Pull source for streamed bodies: fill the buffer, return the count, 0 at end, -1 on error.
+    var onRead: (@Sendable (UnsafeMutableRawBufferPointer) -> Int)?
+    /// Start the streamed body again (after a redirect or an auth retry); false if impossible.
+    var onRewind: (@Sendable () -> Bool)?
+}
+
+/// The response head as the engine reports it.
+struct ResponseHead: Sendable {
+    var status: Int
+    var httpVersion: String
+    var url: String
+    var headers: HTTPHeaders
+    var contentLength: Int64
+    var resumeOffset: Int64
+}
+
+struct ProgressSnapshot: Sendable {
+    var sent: Int64
+    var expectedToSend: Int64
+    var received: Int64
+    var expectedToReceive: Int64
+    var elapsed: Double
+}
+
+/// A finished transfer, copied out of `ct_result`.
+struct Outcome: Sendable {
+    var code: ct_code
+    var curlCode: Int32
+    var systemErrno: Int32
+    var tlsReason: Int32
+    var verifyError: Int32
+    var httpStatus: Int
+    var bytesOnDisk: Int64
+    var resumeOffset: Int64
+    var effectiveURL: String?
+    var redirectURL: String?
+    var etag: String?
+    var lastModified: String?
+    var filePath: String?
+    var body: Data?
+    var metrics: TaskMetrics
+    var message: String
+
+    var succeeded: Bool { code == CT_OK }
+}
+
+/// Owns one `ct_loop` (one engine thread). Thread-safe: every method only
+/// queues a command; the loop thread does the work.
+final class Engine: Sendable {
+    /// The loop pointer is set once in init and freed once in deinit; the C
+    /// API it is passed to is safe from any thread.
+    private nonisolated(unsafe) let loop: OpaquePointer
+    /// Events for the session's delegate queue, flushed after each loop pass.
+    let mailbox: Mailbox
+
+    init(configuration: SessionConfiguration, delegateQueue: DispatchQueue) throws(TransferError) {
+        mailbox = Mailbox(queue: delegateQueue)
+        var config = ct_loop_config()
+        ct_loop_config_init(&config)
+        config.callbacks = Engine.callbacks
+        // The mailbox outlives the loop thread (ct_loop_destroy joins it in
+        // deinit before the mailbox is released), so an unretained pointer is safe.
+        config.batch_ctx = Unmanaged.passUnretained(mailbox).toOpaque()
+        config.max_connections_per_host = Int64(configuration.maxConnectionsPerHost)
+        config.max_total_connections = Int64(configuration.maxTotalConnections)
+        config.multiplex = configuration.httpVersion == .http1_1 ? 0 : 1
+        config.max_total_recv_speed = configuration.maxTotalReceiveSpeed
+        config.max_total_send_speed = configuration.maxTotalSendSpeed
+        var created: OpaquePointer?
+        let code: ct_code = configuration.caFile.withOptionalCString { caFile in
+            config.ca_file = caFile
+            return ct_loop_create(&config, &created)
+        }
+        guard code == CT_OK, let created else {
+            throw TransferError(
+                code == CT_E_INVALID_REQUEST ? .invalidRequest : .internalError,
+                "cannot start the transfer engine: \(String(cString: ct_code_name(code)))"
+                    + (configuration.caFile.map { " (CA file \($0))" } ?? ""))
+        }
+        loop = created
+    }
+
+    deinit {
+        // Finishes every transfer (as cancelled) before returning.
+        ct_loop_destroy(loop)
+    }
+
+    /// Submits a transfer. On success `events.onFinish` runs exactly once.
+    func submit(_ spec: inout ct_transfer_spec, events: TransferEvents) -> Result<UInt64, TransferError> {
+        let box = Unmanaged.passRetained(EventBox(events))
+        var id: UInt64 = 0
+        let code = ct_loop_submit(loop, &spec, box.toOpaque(), &id)
+        guard code == CT_OK else {
+            // Nothing was queued: no callback will run, the box is ours again.
+            box.release()
+            return .failure(TransferError(Engine.errorCode(for: code),
+                                          "cannot start the transfer: \(String(cString: ct_code_name(code)))"))
+        }
+        return .success(id)
+    }
+
+    func cancel(_ id: UInt64, keepPartial: Bool = false) { _ = ct_loop_cancel(loop, id, keepPartial ? 1 : 0) }
+    func pause(_ id: UInt64) { _ = ct_loop_pause(loop, id) }
+    func resume(_ id: UInt64) { _ = ct_loop_resume(loop, id) }
+
+    func setDisposition(_ id: UInt64, _ disposition: ct_disposition, path: String? = nil) {
+        _ = path.withOptionalCString { ct_loop_set_disposition(loop, id, disposition, $0) }
+    }
+
+    func setSpeedLimit(_ id: UInt64, receive: Int64, send: Int64) {
+        _ = ct_loop_set_speed_limit(loop, id, receive, send)
+    }
+
+    func setTotalSpeedLimit(receive: Int64, send: Int64) {
+        _ = ct_loop_set_total_speed_limit(loop, receive, send)
+    }
+
+    /// Installs a trust policy (retained by the loop; nil removes it).
+    func setTrustPolicy(_ policy: OpaquePointer?) {
+        _ = ct_loop_set_trust_policy(loop, policy)
+    }
+
+    var activeCount: Int64 { ct_loop_active_count(loop) }
+    var wakeups: UInt64 { ct_loop_wakeups(loop) }
+
+    static func errorCode(for code: ct_code) -> TransferError.Code {
+        switch code {
+        case CT_E_INVALID_REQUEST, CT_E_INVALID_ARGUMENT: return .invalidRequest
+        case CT_E_CANNOT_CONNECT: return .cannotConnect
+        case CT_E_TIMED_OUT: return .timedOut
+        case CT_E_TLS: return .tlsFailure
+        case CT_E_SERVER_TRUST: return .serverTrustRejected
+        case CT_E_TOO_MANY_REDIRECTS: return .tooManyRedirects
+        case CT_E_REDIRECT_REFUSED: return .redirectRefused
+        case CT_E_TRUNCATED: return .truncatedResponse
+        case CT_E_BAD_RESPONSE: return .badResponse
+        case CT_E_CANCELLED: return .cancelled
+        case CT_E_SINK_IO, CT_E_SOURCE_IO: return .fileError
+        case CT_E_CHECKSUM: return .checksumMismatch
+        case CT_E_SHUTDOWN: return .sessionInvalidated
+        case CT_E_HTTP_STATUS: return .unacceptableStatusCode
+        case CT_E_TRANSPORT: return .transport
+        default: return .internalError
+        }
+    }
+}
+
+/// The per-transfer context handed to C. Retained once at submit and
+/// released by the finish trampoline: exactly one finish per transfer.
+private final class EventBox {
+    let events: TransferEvents
+    init(_ events: TransferEvents) { self.events = events }
+}
+
+extension Engine {
+    /// The C callback table. Trampolines copy what C hands them, then call the
+    /// box's closures (which hop to the session's queues).
+    fileprivate static let callbacks: ct_callbacks = {
+        var cb = ct_callbacks()
+        cb.on_response = { ctx, head in
+            guard let ctx else { return }
+            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
+            guard let handler = box.events.onResponse else { return }
+            handler(ResponseHead(head.pointee))
+        }
+        cb.on_progress = { ctx, progress in
+            guard let ctx else { return }
+            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
+            guard let handler = box.events.onProgress else { return }
+            let p = progress.pointee
+            handler(ProgressSnapshot(sent: p.bytes_sent, expectedToSend: p.bytes_expected_to_send,
+                                     received: p.bytes_received, expectedToReceive: p.bytes_expected_to_receive,
+                                     elapsed: p.elapsed))
+        }
+        cb.on_data = { ctx, bytes, length in
+            guard let ctx else { return }
+            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
+            box.events.onData?(Data(bytes: bytes, count: length))
+        }
+        cb.on_finish = { ctx, result in
+            guard let ctx else { return }
+            // Balances the passRetained in submit().
+            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeRetainedValue()
+            box.events.onFinish(Outcome(result.pointee))
+        }
+        cb.on_read = { ctx, buffer, capacity in
+            guard let ctx else { return -1 }
+            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
+            guard let read = box.events.onRead else { return -1 }
+            return Int64(read(UnsafeMutableRawBufferPointer(start: buffer, count: capacity)))
+        }
+        cb.on_batch_end = { ctx in
+            guard let ctx else { return }
+            Unmanaged<Mailbox>.fromOpaque(ctx).takeUnretainedValue().flush()
+        }
+        cb.on_rewind = { ctx in
+            guard let ctx else { return -1 }
+            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
+            return box.events.onRewind?() == true ? 0 : -1
+        }
+        return cb
+    }()
+}
+
+extension ResponseHead {
+    init(_ head: ct_response_head) {
+        status = head.status
+        httpVersion = Self.versionString(head.http_version)
+        url = String(cString: head.effective_url)
+        let raw = String(decoding: UnsafeRawBufferPointer(start: head.raw_headers, count: head.raw_headers_length),
+                         as: UTF8.self)
+        headers = HTTPHeaders(rawHeaderBlock: raw)
+        contentLength = head.content_length
+        resumeOffset = head.resume_offset
+    }
+
+    static func versionString(_ v: Int32) -> String {
+        switch v {
+        case 10: return "1.0"
+        case 20: return "2"
+        case 30: return "3"
+        default: return "1.1"
+        }
+    }
+}
+
+extension Outcome {
+    init(_ r: ct_result) {
+        code = r.code
+        curlCode = r.curl_code
+        systemErrno = r.sys_errno
+        tlsReason = r.tls_reason
+        verifyError = r.verify_error
+        httpStatus = r.http_status
+        bytesOnDisk = r.bytes_on_disk
+        resumeOffset = r.resume_offset
+        effectiveURL = r.effective_url.map { String(cString: $0) }
+        redirectURL = r.redirect_url.map { String(cString: $0) }
+        etag = r.etag.map { String(cString: $0) }
+        lastModified = r.last_modified.map { String(cString: $0) }
+        filePath = r.file_path.map { String(cString: $0) }
+        if let pointer = r.body, r.body_length > 0 {
+            // Adopt the C buffer without copying; ct_buffer_free releases it.
+            body = Data(bytesNoCopy: pointer, count: r.body_length, deallocator: .custom { pointer, _ in
+                ct_buffer_free(pointer)
+            })
+        } else {
+            body = nil
+        }
+        metrics = TaskMetrics(r.metrics)
+        message = withUnsafeBytes(of: r.message) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
+    /// The public error for a failed outcome (nil on success).
+    func error(url: URL?) -> TransferError? {
+        guard code != CT_OK else { return nil }
+        var error = TransferError(Engine.errorCode(for: code), message.isEmpty ? String(cString: ct_code_name(code)) : message,
+                                  url: url)
+        if curlCode != 0 { error.curlCode = curlCode }
+        if systemErrno != 0 { error.systemErrno = systemErrno }
+        if tlsReason != 0 { error.tlsReason = tlsReason }
+        if verifyError != 0 { error.verifyError = verifyError }
+        if httpStatus != 0 { error.httpStatus = httpStatus }
+        return error
+    }
+}
+
+extension Optional where Wrapped == String {
+    /// Calls `body` with a C string for the value, or NULL for nil.
+    func withOptionalCString<R>(_ body: (UnsafePointer<CChar>?) throws -> R) rethrows -> R {
+        switch self {
+        case .some(let string): return try string.withCString { try body($0) }
+        case .none: return try body(nil)
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+/// How a ``SessionManager`` connects: timeouts, headers, limits, TLS anchors.
+public struct SessionConfiguration: Sendable, Hashable {
+    public enum HTTPVersion: Sendable, Hashable {
+        /// HTTP/2 over TLS when ALPN agrees, HTTP/1.1 otherwise.
+        case automatic
+        case http1_1
+        /// Prefer HTTP/2 (over TLS; cleartext stays HTTP/1.1).
+        case http2
+    }
+
+    /// Seconds a request may stay without receiving a byte (URLSession's
+    /// timeoutIntervalForRequest); 0 disables.
+    public var timeoutIntervalForRequest: TimeInterval = 60
+    /// Seconds the whole transfer may take (timeoutIntervalForResource); 0: no limit.
+    public var timeoutIntervalForResource: TimeInterval = 0
+    /// Seconds to establish a connection (TCP + TLS).
+    public var connectTimeout: TimeInterval = 30
+    /// Headers added to every request unless the request sets them.
+    public var httpAdditionalHeaders: HTTPHeaders = [:]
+    /// Connections open at once to one host (0: unlimited).
+    public var maxConnectionsPerHost: Int = 6
+    /// Connections open at once in all (0: unlimited).
+    public var maxTotalConnections: Int = 0
+    public var httpVersion: HTTPVersion = .automatic
+    /// PEM bundle of trust anchors, loaded once for the session (nil: system store).
+    public var caFile: String?
+    public var followRedirects = true
+    public var maxRedirects = 16
+    /// Bandwidth shared by all transfers of the session, bytes/s (0: unlimited).
+    public var maxTotalReceiveSpeed: Int64 = 0
+    public var maxTotalSendSpeed: Int64 = 0
+    /// Client certificate for mutual TLS (PEM files).
+    public var clientCertificatePath: String?
+    public var clientKeyPath: String?
+    /// Ask for gzip/deflate/br bodies and decode them transparently.
+    public var acceptsCompressedResponses = true
+
+    public init() {}
+
+    /// The defaults of URLSessionConfiguration.default.
+    public static var `default`: SessionConfiguration { SessionConfiguration() }
+    /// No persistent state: Transfer keeps none anyway (no cookie jar, no cache).
+    public static var ephemeral: SessionConfiguration { SessionConfiguration() }
+}

@@ -1,0 +1,482 @@
+import CTransfer
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Creates and manages tasks over one transfer engine: the Linux spelling
+/// of AFURLSessionManager.
+///
+/// Threads: the engine thread does all network and file work. Hooks and
+/// per-task progress closures run on ``delegateQueue`` (serial); completion
+/// handlers run on ``completionQueue`` (default: a private serial queue —
+/// nothing services the main queue in a Linux server).
+public final class SessionManager: Sendable {
+    public let configuration: SessionConfiguration
+    let engine: Engine
+    /// Serial queue for hooks, delegate calls and progress closures.
+    public let delegateQueue: DispatchQueue
+    let temporaryDirectory: URL
+    /// Batches engine-thread events onto `delegateQueue`.
+    let mailbox: Mailbox
+    private let state: Mutex<State>
+    private static let identifiers = Atomic<Int>(0)
+
+    struct State {
+        var tasks: [Int: TransferTask] = [:]
+        var adopted: [ObjectIdentifier: DownloadTask] = [:]
+        var invalidated = false
+        var hooks = SessionHooks()
+        var completionQueue: DispatchQueue?
+        var completionGroup: DispatchGroup?
+        var delegate: (any SessionDelegate)?
+        var taskDescriptionForTasks: String?
+        var invalidationNotified = false
+    }
+
+    /// Creates a manager and starts its engine thread.
+    ///
+    /// - Throws: ``TransferError`` when the engine cannot start (no threads or
+    ///   fds left, or `configuration.caFile` cannot be loaded).
+    public init(configuration: SessionConfiguration = .default) throws(TransferError) {
+        self.configuration = configuration
+        let label = "transfer.session.\(ObjectIdentifier(Self.self).hashValue)"
+        delegateQueue = DispatchQueue(label: label + ".delegate")
+        engine = try Engine(configuration: configuration, delegateQueue: delegateQueue)
+        mailbox = engine.mailbox
+        temporaryDirectory = URL(fileURLWithPath: NSTemporaryDirectory())
+            .appendingPathComponent("transfer-\(getpid())", isDirectory: true)
+        state = Mutex(State())
+        delegateQueue.setSpecific(key: queueKey, value: true)
+    }
+
+    private let queueKey = DispatchSpecificKey<Bool>()
+
+    deinit {
+        // `engine` deinit stops the loop: every transfer finishes (cancelled)
+        // and its box releases its task.
+    }
+
+    // MARK: - Properties
+
+    /// Closures for session and task events (see ``SessionHooks``).
+    public var hooks: SessionHooks {
+        get { state.withLock { $0.hooks } }
+        set { state.withLock { $0.hooks = newValue } }
+    }
+
+    /// A delegate object, for users who prefer one object to many closures.
+    /// Held strongly until the session is invalidated, as URLSession does.
+    public var delegate: (any SessionDelegate)? {
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
+    }
+
+    /// Where completion handlers run; nil means a private serial queue.
+    public var completionQueue: DispatchQueue? {
+        get { state.withLock { $0.completionQueue } }
+        set { state.withLock { $0.completionQueue = newValue } }
+    }
+
+    /// Entered before and left after each completion handler, when set.
+    public var completionGroup: DispatchGroup? {
+        get { state.withLock { $0.completionGroup } }
+        set { state.withLock { $0.completionGroup = newValue } }
+    }
+
+    /// Given to every new task as its ``TransferTask/taskDescription``.
+    public var taskDescriptionForTasks: String? {
+        get { state.withLock { $0.taskDescriptionForTasks } }
+        set { state.withLock { $0.taskDescriptionForTasks = newValue } }
+    }
+
+    private static let defaultCompletionQueue = DispatchQueue(label: "transfer.completion")
+
+    /// All tasks that have not completed.
+    public var tasks: [TransferTask] { state.withLock { $0.tasks.values.sorted { $0.taskIdentifier < $1.taskIdentifier } } }
+    public var dataTasks: [DataTask] { tasks.compactMap { $0 as? DataTask }.filter { !($0 is UploadTask) } }
+    public var uploadTasks: [UploadTask] { tasks.compactMap { $0 as? UploadTask } }
+    public var downloadTasks: [DownloadTask] { tasks.compactMap { $0 as? DownloadTask } }
+
+    /// The upload `Progress` of `task`: cancelling, pausing or resuming it
+    /// acts on the task.
+    public func uploadProgress(for task: TransferTask) -> Progress {
+        task.delegate.progressObjects(for: task).upload
+    }
+
+    /// The download `Progress` of `task` (see ``uploadProgress(for:)``).
+    public func downloadProgress(for task: TransferTask) -> Progress {
+        task.delegate.progressObjects(for: task).download
+    }
+
+    // MARK: - Creating tasks
+
+    /// A data task: the body is collected in the engine and handed over once.
+    ///
+    /// - Parameters:
+    ///   - request: The request to send.
+    ///   - uploadProgress: Called on ``delegateQueue``, throttled, as the body goes out.
+    ///   - downloadProgress: Called on ``delegateQueue``, throttled, as the body comes in.
+    ///   - completionHandler: Called once on ``completionQueue``.
+    /// - Returns: A suspended task: call ``TransferTask/resume()``.
+    public func dataTask(with request: Request,
+                         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+                         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+                         completionHandler: DataTask.CompletionHandler? = nil) -> DataTask
+    {
+        let delegate = TaskDelegate(uploadProgress: uploadProgress, downloadProgress: downloadProgress)
+        if case .some(let body) = request.body {
+            let task = UploadTask(session: self, identifier: nextIdentifier(), request: request, body: body,
+                                  delegate: delegate, completionHandler: completionHandler)
+            return register(task)
+        }
+        let task = DataTask(session: self, identifier: nextIdentifier(), request: request, delegate: delegate,
+                            completionHandler: completionHandler)
+        return register(task)
+    }
+
+    /// A data task with only a completion handler (reads as AFNetworking's
+    /// `dataTaskWithRequest:completionHandler:`; a trailing closure lands here).
+    public func dataTask(with request: Request, completionHandler: @escaping DataTask.CompletionHandler) -> DataTask {
+        dataTask(with: request, uploadProgress: nil, downloadProgress: nil, completionHandler: completionHandler)
+    }
+
+    /// An upload task whose body is read from `fileURL` in large blocks.
+    public func uploadTask(with request: Request, fromFile fileURL: URL,
+                           progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                           completionHandler: DataTask.CompletionHandler? = nil) -> UploadTask
+    {
+        makeUpload(request, body: .file(fileURL), progress: progress, completionHandler: completionHandler)
+    }
+
+    /// An upload task from a file, with only a completion handler.
+    public func uploadTask(with request: Request, fromFile fileURL: URL,
+                           completionHandler: @escaping DataTask.CompletionHandler) -> UploadTask
+    {
+        uploadTask(with: request, fromFile: fileURL, progress: nil, completionHandler: completionHandler)
+    }
+
+    /// An upload task from data, with only a completion handler.
+    public func uploadTask(with request: Request, from bodyData: Data,
+                           completionHandler: @escaping DataTask.CompletionHandler) -> UploadTask
+    {
+        uploadTask(with: request, from: bodyData, progress: nil, completionHandler: completionHandler)
+    }
+
+    /// An upload task whose body is `bodyData`.
+    public func uploadTask(with request: Request, from bodyData: Data,
+                           progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                           completionHandler: DataTask.CompletionHandler? = nil) -> UploadTask
+    {
+        makeUpload(request, body: .data(bodyData), progress: progress, completionHandler: completionHandler)
+    }
+
+    /// An upload task whose body is the request's stream body
+    /// (`Request.Body.stream`); the `taskNeedNewBodyStream` hook supplies a
+    /// fresh stream when the body must be sent again.
+    public func uploadTask(withStreamedRequest request: Request,
+                           progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                           completionHandler: DataTask.CompletionHandler? = nil) -> UploadTask
+    {
+        let body = request.body ?? .data(Data())
+        return makeUpload(request, body: body, progress: progress, completionHandler: completionHandler)
+    }
+
+    private func makeUpload(_ request: Request, body: Request.Body,
+                            progress: (@Sendable (TransferProgress) -> Void)?,
+                            completionHandler: DataTask.CompletionHandler?) -> UploadTask
+    {
+        var request = request
+        request.body = body
+        if request.method == .get { request.method = .post }
+        let delegate = TaskDelegate(uploadProgress: progress, downloadProgress: nil)
+        let task = UploadTask(session: self, identifier: nextIdentifier(), request: request, body: body,
+                              delegate: delegate, completionHandler: completionHandler)
+        return register(task)
+    }
+
+    /// A download task: the body goes to disk from the engine.
+    ///
+    /// - Parameters:
+    ///   - destination: Called on ``delegateQueue`` when the download finished,
+    ///     with the temporary file and the response; the file is moved there.
+    ///   - completionHandler: Called once on ``completionQueue`` with the final
+    ///     file URL. Without a destination the file is removed after the call.
+    public func downloadTask(with request: Request,
+                             progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                             destination: DownloadTask.Destination? = nil,
+                             completionHandler: DownloadTask.CompletionHandler? = nil) -> DownloadTask
+    {
+        let delegate = TaskDelegate(uploadProgress: nil, downloadProgress: progress)
+        let task = DownloadTask(session: self, identifier: nextIdentifier(), request: request, delegate: delegate,
+                                fixedDestination: nil, destination: destination, resume: nil,
+                                completionHandler: completionHandler)
+        return register(task)
+    }
+
+    /// A download task that writes `<destination>.part` and renames it to
+    /// `destination` on success (nothing is left there on failure).
+    public func downloadTask(with request: Request, to destination: URL,
+                             progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                             completionHandler: DownloadTask.CompletionHandler? = nil) -> DownloadTask
+    {
+        let delegate = TaskDelegate(uploadProgress: nil, downloadProgress: progress)
+        let task = DownloadTask(session: self, identifier: nextIdentifier(), request: request, delegate: delegate,
+                                fixedDestination: destination, destination: nil, resume: nil,
+                                completionHandler: completionHandler)
+        return register(task)
+    }
+
+    /// A download to a fixed destination with only a completion handler.
+    public func downloadTask(with request: Request, to destination: URL,
+                             completionHandler: @escaping DownloadTask.CompletionHandler) -> DownloadTask
+    {
+        downloadTask(with: request, to: destination, progress: nil, completionHandler: completionHandler)
+    }
+
+    /// A download with a destination closure and a completion handler (no progress closure).
+    public func downloadTask(with request: Request, destination: DownloadTask.Destination?,
+                             completionHandler: @escaping DownloadTask.CompletionHandler) -> DownloadTask
+    {
+        downloadTask(with: request, progress: nil, destination: destination, completionHandler: completionHandler)
+    }
+
+    /// Continues a download from resume data made by
+    /// ``DownloadTask/cancel(byProducingResumeData:)``: `Range` + `If-Range`;
+    /// a server that ignores the range or a changed file restarts from zero.
+    ///
+    /// - Throws: ``TransferError/Code/invalidResumeData`` for corrupt or
+    ///   foreign data, or a partial file that is gone.
+    public func downloadTask(withResumeData resumeData: Data,
+                             progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                             destination: DownloadTask.Destination? = nil,
+                             completionHandler: DownloadTask.CompletionHandler? = nil) throws(TransferError)
+        -> DownloadTask
+    {
+        let resume = try ResumeData.decode(resumeData)
+        let delegate = TaskDelegate(uploadProgress: nil, downloadProgress: progress)
+        let task = DownloadTask(session: self, identifier: nextIdentifier(), request: resume.request,
+                                delegate: delegate, fixedDestination: nil, destination: destination, resume: resume,
+                                completionHandler: completionHandler)
+        return register(task)
+    }
+
+    func makeAdoptedDownloadTask(from dataTask: DataTask, response: HTTPResponse) -> DownloadTask {
+        let task = DownloadTask(session: self, identifier: nextIdentifier(), request: dataTask.originalRequest,
+                                delegate: dataTask.delegate, fixedDestination: nil, destination: nil, resume: nil,
+                                completionHandler: nil)
+        task.core.withLock { core in
+            core.state = .running
+            core.started = true
+            core.response = response
+            core.engineID = dataTask.core.withLock { $0.engineID }
+        }
+        state.withLock { state in
+            state.tasks[task.taskIdentifier] = task
+            state.adopted[ObjectIdentifier(dataTask)] = task
+        }
+        return task
+    }
+
+    func adopter(of task: DataTask) -> DownloadTask? {
+        state.withLock { $0.adopted[ObjectIdentifier(task)] }
+    }
+
+    private func nextIdentifier() -> Int {
+        Self.identifiers.add(1, ordering: .relaxed).newValue
+    }
+
+    private func register<T: TransferTask>(_ task: T) -> T {
+        let (invalidated, description) = state.withLock { state -> (Bool, String?) in
+            guard !state.invalidated else { return (true, nil) }
+            state.tasks[task.taskIdentifier] = task
+            return (false, state.taskDescriptionForTasks)
+        }
+        if invalidated {
+            // The task exists so the caller's code stays simple, but it can
+            // only fail: the session is gone.
+            task.core.withLock { $0.started = true; $0.state = .running }
+            task.finishLocally(TransferError(.sessionInvalidated, "the session was invalidated; no new task can start",
+                                             url: task.originalRequest.url))
+        } else if let description {
+            task.taskDescription = description
+        }
+        return task
+    }
+
+    func forget(_ task: TransferTask) {
+        let lastAfterInvalidation = state.withLock { state -> Bool in
+            state.tasks.removeValue(forKey: task.taskIdentifier)
+            state.adopted.removeValue(forKey: ObjectIdentifier(task))
+            return state.invalidated && state.tasks.isEmpty && !state.invalidationNotified
+        }
+        if lastAfterInvalidation { notifyInvalidation() }
+    }
+
+    // MARK: - Building the engine spec
+
+    func fillSpec(_ spec: inout ct_transfer_spec, for request: Request, strings: CStrings) throws(TransferError) {
+        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            request.url.host?.isEmpty == false
+        else {
+            throw TransferError(.invalidRequest, "unsupported URL \(request.url.absoluteString.debugDescription)",
+                                url: request.url)
+        }
+        let headers = configuration.httpAdditionalHeaders.merging(request.headers)
+        do throws(TransferError) {
+            try headers.validate()
+        } catch {
+            var error = error
+            error.url = request.url
+            throw error
+        }
+        guard request.method.rawValue.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), !request.method.rawValue.isEmpty else {
+            throw TransferError(.invalidRequest, "invalid HTTP method \(request.method.rawValue.debugDescription)",
+                                url: request.url)
+        }
+        spec.url = UnsafePointer(strings.make(request.url.absoluteString))
+        spec.method = UnsafePointer(strings.make(request.method.rawValue))
+        let lines = headers.map { "\($0.name): \($0.value)" }
+        if !lines.isEmpty {
+            spec.headers = UnsafePointer(strings.makeArray(lines))
+            spec.header_count = lines.count
+        }
+        var flags: UInt32 = 0
+        if configuration.followRedirects && hooks.taskWillPerformHTTPRedirection == nil {
+            flags |= UInt32(CT_FLAG_FOLLOW_REDIRECTS)
+        }
+        if request.method == .head { flags |= UInt32(CT_FLAG_NO_BODY) }
+        if !configuration.acceptsCompressedResponses { flags |= UInt32(CT_FLAG_NO_DECOMPRESS) }
+        spec.flags = flags
+        spec.max_redirects = Int64(configuration.maxRedirects)
+        spec.connect_timeout_ms = Int64(configuration.connectTimeout * 1000)
+        spec.timeout_ms = Int64(configuration.timeoutIntervalForResource * 1000)
+        let idle = request.timeoutInterval > 0 ? request.timeoutInterval : configuration.timeoutIntervalForRequest
+        if idle > 0 {
+            // URLSession's request timeout is an idle timeout: no byte for `idle` seconds.
+            spec.low_speed_limit = 1
+            spec.low_speed_time_s = max(1, Int64(idle.rounded(.up)))
+        }
+        switch configuration.httpVersion {
+        case .automatic: spec.http_version = CT_HTTP_AUTO
+        case .http1_1: spec.http_version = CT_HTTP_1_1
+        case .http2: spec.http_version = CT_HTTP_2
+        }
+        spec.client_cert = UnsafePointer(strings.make(configuration.clientCertificatePath))
+        spec.client_key = UnsafePointer(strings.make(configuration.clientKeyPath))
+    }
+
+    // MARK: - Events from tasks (delegate queue unless noted)
+
+    /// Any thread: the task was just started.
+    func taskDidResume(_ task: TransferTask) {}
+
+    func taskDidComplete(_ task: TransferTask, error: TransferError?, outcome: Outcome?) {
+        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        if let metrics = outcome?.metrics {
+            hooks.taskDidFinishCollectingMetrics?(self, task, metrics)
+            delegate?.session(self, task: task, didFinishCollecting: metrics)
+        }
+        hooks.taskDidComplete?(self, task, error)
+        delegate?.session(self, task: task, didCompleteWithError: error)
+
+        var userInfo: [String: Any] = [:]
+        if let error { userInfo[TransferNotificationKey.error] = error }
+        if let metrics = outcome?.metrics { userInfo[TransferNotificationKey.metrics] = metrics }
+        if let response = task.response { userInfo[TransferNotificationKey.response] = response }
+        if let data = task as? DataTask, let body = data.resultData {
+            userInfo[TransferNotificationKey.responseData] = body
+        }
+        if let download = task as? DownloadTask, let url = download.fileURL {
+            userInfo[TransferNotificationKey.assetPath] = url
+        }
+        postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
+
+        // Out of the task lists before anyone hears of the completion.
+        forget(task)
+        if let download = task as? DownloadTask {
+            download.callCompletion(error: error)
+        } else if let data = task as? DataTask {
+            data.callCompletion(error: error)
+        }
+        task.fireWaiter()
+    }
+
+    /// Runs `body` on the completion queue, inside the completion group.
+    func runCompletion(_ body: @escaping @Sendable () -> Void) {
+        let (queue, group) = state.withLock { ($0.completionQueue, $0.completionGroup) }
+        (queue ?? Self.defaultCompletionQueue).async(group: group, execute: body)
+    }
+
+    func postTaskNotification(_ name: Notification.Name, task: TransferTask) {
+        postNotification(name, task: task, userInfo: [:])
+    }
+
+    func postNotification(_ name: Notification.Name, task: TransferTask, userInfo: [String: Any]) {
+        // NotificationCenter is thread-safe; posting from the delegate queue
+        // keeps notifications in the order of the events they describe.
+        let info = UncheckedUserInfo(value: userInfo)
+        let post: @Sendable () -> Void = { NotificationCenter.default.post(name: name, object: task, userInfo: info.value) }
+        if DispatchQueue.getSpecific(key: queueKey) != nil {
+            post()
+        } else {
+            delegateQueue.async(execute: post)
+        }
+    }
+
+    // MARK: - Invalidation
+
+    /// Invalidates the session: no new task can be created afterwards.
+    ///
+    /// - Parameters:
+    ///   - cancelPendingTasks: Cancel running tasks (true) or let them finish (false).
+    ///   - resetSession: Accepted for AFNetworking parity; the engine keeps no
+    ///     cookies or cache, so there is nothing more to reset.
+    public func invalidateSession(cancelPendingTasks: Bool, resetSession: Bool = false) {
+        let pending: [TransferTask]? = state.withLock { state in
+            guard !state.invalidated else { return nil }
+            state.invalidated = true
+            return Array(state.tasks.values)
+        }
+        guard let pending else { return }
+        if cancelPendingTasks {
+            for task in pending { task.cancel() }
+        }
+        notifyIfIdle()
+    }
+
+    /// Cancels every task and invalidates the session.
+    public func invalidateAndCancel() { invalidateSession(cancelPendingTasks: true) }
+
+    /// Invalidates once running tasks have finished.
+    public func finishTasksAndInvalidate() { invalidateSession(cancelPendingTasks: false) }
+
+    private func notifyIfIdle() {
+        let idle = state.withLock { $0.tasks.isEmpty && !$0.invalidationNotified }
+        if idle { notifyInvalidation() }
+    }
+
+    /// Once, on the delegate queue, after the last task of an invalidated session.
+    private func notifyInvalidation() {
+        delegateQueue.async { [self] in
+            let claim = state.withLock { state -> (SessionHooks, (any SessionDelegate)?)? in
+                guard !state.invalidationNotified else { return nil }
+                state.invalidationNotified = true
+                defer { state.delegate = nil }
+                return (state.hooks, state.delegate)
+            }
+            guard let (hooks, delegate) = claim else { return }
+            hooks.sessionDidBecomeInvalid?(self, nil)
+            delegate?.session(self, didBecomeInvalidWithError: nil)
+            NotificationCenter.default.post(name: .transferSessionDidInvalidate, object: self)
+        }
+    }
+
+    public var isInvalidated: Bool { state.withLock { $0.invalidated } }
+}
+
+
+/// Notification userInfo crossing to the delegate queue. @unchecked Sendable:
+/// the dictionary is built once and only read after the hop.
+private struct UncheckedUserInfo: @unchecked Sendable {
+    let value: [String: Any]
+}

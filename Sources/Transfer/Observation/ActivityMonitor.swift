@@ -1,0 +1,415 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Runs work after a delay: the clock of ``ActivityMonitor`` (and of the
+/// terminal renderer), injectable so tests can drive time by hand.
+public protocol ActivityScheduler: Sendable {
+    /// Runs `action` once, `delay` seconds from now, unless the returned token
+    /// is cancelled first. Must not run `action` before returning.
+    func schedule(after delay: TimeInterval, _ action: @escaping @Sendable () -> Void) -> ObservationToken
+}
+
+/// An ``ActivityScheduler`` on a dispatch queue (wall-clock delays).
+public struct DispatchActivityScheduler: ActivityScheduler {
+    /// Where scheduled actions run.
+    public let queue: DispatchQueue
+
+    public init(queue: DispatchQueue = DispatchQueue(label: "transfer.activity")) {
+        self.queue = queue
+    }
+
+    public func schedule(after delay: TimeInterval, _ action: @escaping @Sendable () -> Void) -> ObservationToken {
+        // Whoever claims the flag first wins: the timer runs the action, or
+        // cancel() makes the timer a no-op.
+        let pending = OnceFlag()
+        queue.asyncAfter(deadline: .now() + max(0, delay)) {
+            if pending.claim() { action() }
+        }
+        return ObservationToken { _ = pending.claim() }
+    }
+}
+
+/// An ``ActivityScheduler`` whose time only moves when ``advance(by:)`` is
+/// called: actions run on the advancing thread, in due order.
+public final class ManualActivityScheduler: ActivityScheduler {
+    private struct Entry {
+        let id: Int
+        let due: TimeInterval
+        let action: @Sendable () -> Void
+    }
+
+    private struct State {
+        var now: TimeInterval = 0
+        var nextID = 0
+        var entries: [Entry] = []
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Seconds advanced so far.
+    public var now: TimeInterval { state.withLock { $0.now } }
+
+    /// Actions scheduled and neither run nor cancelled.
+    public var pendingCount: Int { state.withLock { $0.entries.count } }
+
+    public func schedule(after delay: TimeInterval, _ action: @escaping @Sendable () -> Void) -> ObservationToken {
+        let id = state.withLock { state in
+            state.nextID += 1
+            state.entries.append(Entry(id: state.nextID, due: state.now + max(0, delay), action: action))
+            return state.nextID
+        }
+        return ObservationToken { [weak self] in
+            self?.state.withLock { $0.entries.removeAll { $0.id == id } }
+        }
+    }
+
+    /// Moves time forward by `interval`, running every action that falls due,
+    /// including actions scheduled by those actions within the interval.
+    public func advance(by interval: TimeInterval) {
+        let target = state.withLock { $0.now + max(0, interval) }
+        while true {
+            let next: Entry? = state.withLock { state in
+                let due = state.entries.enumerated().filter { $0.element.due <= target }
+                guard let first = due.min(by: { ($0.element.due, $0.element.id) < ($1.element.due, $1.element.id) })
+                else { return nil }
+                state.entries.remove(at: first.offset)
+                state.now = max(state.now, first.element.due)
+                return first.element
+            }
+            guard let next else { break }
+            next.action()
+        }
+        state.withLock { $0.now = max($0.now, target) }
+    }
+}
+
+/// Tells whether network activity is going on, without flicker: the
+/// behaviour of AFNetworkActivityIndicatorManager as a library type.
+///
+/// The monitor counts running tasks from the task notifications
+/// (``Foundation/Notification/Name/transferTaskDidResume`` adds a task,
+/// `…DidSuspend` and `…DidComplete` remove it; each task counts once, the
+/// count never goes below zero) plus a manual count. It reports active only
+/// once activity has lasted ``activationDelay`` (1 s by default), and inactive
+/// only once it has been idle for ``completionDelay`` (0.17 s), so a burst of
+/// short requests shows as one continuous activity and a quick one not at all.
+///
+/// ```swift
+/// let monitor = ActivityMonitor()
+/// monitor.onChange = { active in spinner.isHidden = !active }
+/// ```
+///
+/// - Note: A task is held (strongly) while it is counted, so its identity
+///   cannot be reused by another object before it is suspended or completed.
+public final class ActivityMonitor: Sendable {
+    /// A monitor of every task announced on `NotificationCenter.default`
+    /// (AF's `sharedManager`), with the default delays.
+    public static let shared = ActivityMonitor()
+
+    public static let defaultActivationDelay: TimeInterval = 1.0
+    public static let defaultCompletionDelay: TimeInterval = 0.17
+
+    private enum Phase {
+        case notActive
+        case delayingStart
+        case active
+        case delayingEnd
+
+        var isVisible: Bool { self == .active || self == .delayingEnd }
+    }
+
+    private struct State {
+        var running: [ObjectIdentifier: any ObservableTransfer] = [:]
+        var manualCount = 0
+        var phase = Phase.notActive
+        var enabled = true
+        var activationDelay: TimeInterval
+        var completionDelay: TimeInterval
+        var onChange: (@Sendable (Bool) -> Void)?
+        var changeHandlers: [Int: @Sendable (Bool) -> Void] = [:]
+        var nextHandlerID = 0
+
+        /// `onChange` and every added handler, in the order they were set.
+        var allHandlers: [@Sendable (Bool) -> Void] {
+            (onChange.map { [$0] } ?? []) + changeHandlers.sorted { $0.key < $1.key }.map(\.value)
+        }
+        /// Bumped whenever a pending timer becomes meaningless.
+        var generation = 0
+        var timer: ObservationToken?
+
+        var total: Int { running.count + manualCount }
+    }
+
+    /// What the caller must do once the lock is released.
+    private struct Effects {
+        var schedule: (delay: TimeInterval, generation: Int)?
+        var cancel: ObservationToken?
+        var notify: (handlers: [@Sendable (Bool) -> Void], active: Bool)?
+    }
+
+    private let scheduler: any ActivityScheduler
+    private let state: Mutex<State>
+    private let observations = Mutex<[ObservationToken]>([])
+
+    /// Creates a monitor.
+    ///
+    /// - Parameters:
+    ///   - activationDelay: How long activity must last before ``isActive`` turns true.
+    ///   - completionDelay: How long idleness must last before ``isActive`` turns false.
+    ///   - scheduler: The clock for both delays; a dispatch queue by default.
+    ///   - center: A notification center to count tasks from right away (nil: none yet).
+    public init(
+        activationDelay: TimeInterval = ActivityMonitor.defaultActivationDelay,
+        completionDelay: TimeInterval = ActivityMonitor.defaultCompletionDelay,
+        scheduler: any ActivityScheduler = DispatchActivityScheduler(),
+        observing center: NotificationCenter? = .default
+    ) {
+        self.scheduler = scheduler
+        self.state = Mutex(State(activationDelay: activationDelay, completionDelay: completionDelay))
+        if let center { observe(center) }
+    }
+
+    deinit {
+        for token in observations.withLock({ $0 }) { token.cancel() }
+        state.withLock { $0.timer }?.cancel()
+    }
+
+    // MARK: Reading and configuring
+
+    /// Whether activity is being reported (after the delays).
+    public var isActive: Bool { state.withLock { $0.phase.isVisible } }
+
+    /// Running tasks plus the manual count.
+    public var activityCount: Int { state.withLock { $0.total } }
+
+    public var activationDelay: TimeInterval {
+        get { state.withLock { $0.activationDelay } }
+        set { state.withLock { $0.activationDelay = max(0, newValue) } }
+    }
+
+    public var completionDelay: TimeInterval {
+        get { state.withLock { $0.completionDelay } }
+        set { state.withLock { $0.completionDelay = max(0, newValue) } }
+    }
+
+    /// Called with the new value each time ``isActive`` changes.
+    ///
+    /// - Note: Runs on the scheduler's thread (the delays end there), or on the
+    ///   thread that sets ``isEnabled`` to false while active; never under a lock.
+    public var onChange: (@Sendable (Bool) -> Void)? {
+        get { state.withLock { $0.onChange } }
+        set { state.withLock { $0.onChange = newValue } }
+    }
+
+    /// Adds a handler called like ``onChange`` with each new value of
+    /// ``isActive`` (after `onChange`), until the token is cancelled. Lets
+    /// several displays follow one monitor.
+    public func addChangeHandler(_ handler: @escaping @Sendable (Bool) -> Void) -> ObservationToken {
+        let id = state.withLock { state in
+            state.nextHandlerID += 1
+            state.changeHandlers[state.nextHandlerID] = handler
+            return state.nextHandlerID
+        }
+        return ObservationToken { [weak self] in
+            self?.state.withLock { _ = $0.changeHandlers.removeValue(forKey: id) }
+        }
+    }
+
+    /// When false, the monitor keeps counting but reports inactive (AF's `enabled`).
+    /// Turning it back on while tasks run starts the activation delay again.
+    public var isEnabled: Bool {
+        get { state.withLock { $0.enabled } }
+        set {
+            let effects = state.withLock { state -> Effects in
+                guard state.enabled != newValue else { return Effects() }
+                state.enabled = newValue
+                if newValue { return Self.update(&state) }
+                var effects = Effects()
+                let wasVisible = state.phase.isVisible
+                state.phase = .notActive
+                state.generation += 1
+                effects.cancel = state.timer
+                state.timer = nil
+                if wasVisible { effects.notify = (state.allHandlers, false) }
+                return effects
+            }
+            perform(effects)
+        }
+    }
+
+    // MARK: Sources
+
+    /// Counts the tasks announced on `center` (task notifications whose object
+    /// is an ``ObservableTransfer``), optionally only those `include` accepts.
+    /// Call it once per source; cancel the token to stop counting that source.
+    @discardableResult
+    public func observe(
+        _ center: NotificationCenter,
+        where include: (@Sendable (any ObservableTransfer) -> Bool)? = nil
+    ) -> ObservationToken {
+        let names: [(Notification.Name, Bool)] = [
+            (.transferTaskDidResume, true), (.transferTaskDidSuspend, false), (.transferTaskDidComplete, false),
+        ]
+        let registrations = names.map { name, starts in
+            NotificationRegistration(center: center, name: name) { [weak self] notification in
+                guard let task = notification.object as? any ObservableTransfer else { return }
+                if let include, !include(task) { return }
+                if starts { self?.taskDidStart(task) } else { self?.taskDidStop(task) }
+            }
+        }
+        let token = ObservationToken { for registration in registrations { registration.remove() } }
+        observations.withLock { $0.append(token) }
+        return token
+    }
+
+    /// Stops counting from every source added with ``observe(_:where:)``.
+    public func stopObserving() {
+        for token in observations.withLock({ tokens in
+            defer { tokens = [] }
+            return tokens
+        }) { token.cancel() }
+    }
+
+    // MARK: Counting
+
+    /// Counts `task` as running (no effect if it already is).
+    public func taskDidStart(_ task: any ObservableTransfer) {
+        change { state in state.running.updateValue(task, forKey: ObjectIdentifier(task)) == nil }
+    }
+
+    /// Stops counting `task` (no effect if it was not counted).
+    public func taskDidStop(_ task: any ObservableTransfer) {
+        change { state in state.running.removeValue(forKey: ObjectIdentifier(task)) != nil }
+    }
+
+    /// Adds one to the manual count (AF's `incrementActivityCount`).
+    public func incrementActivityCount() {
+        change { state in
+            state.manualCount += 1
+            return true
+        }
+    }
+
+    /// Removes one from the manual count, never going below zero.
+    public func decrementActivityCount() {
+        change { state in
+            guard state.manualCount > 0 else { return false }
+            state.manualCount -= 1
+            return true
+        }
+    }
+
+    // MARK: The state machine
+
+    private func change(_ body: (inout State) -> Bool) {
+        let effects = state.withLock { state -> Effects in
+            guard body(&state) else { return Effects() }
+            return Self.update(&state)
+        }
+        perform(effects)
+    }
+
+    /// AF's updateCurrentStateForNetworkActivityChange: move the phase after a
+    /// count change; visible changes only ever happen when a delay ends.
+    private static func update(_ state: inout State) -> Effects {
+        var effects = Effects()
+        guard state.enabled else { return effects }
+        if state.total > 0 {
+            switch state.phase {
+            case .notActive:
+                state.phase = .delayingStart
+                state.generation += 1
+                effects.schedule = (state.activationDelay, state.generation)
+            case .delayingEnd:
+                // Activity came back before the indicator went off: keep it on.
+                state.phase = .active
+                state.generation += 1
+                effects.cancel = state.timer
+                state.timer = nil
+            case .delayingStart, .active:
+                break
+            }
+        } else {
+            switch state.phase {
+            case .delayingStart:
+                // Finished before the activation delay: never shown.
+                state.phase = .notActive
+                state.generation += 1
+                effects.cancel = state.timer
+                state.timer = nil
+            case .active:
+                state.phase = .delayingEnd
+                state.generation += 1
+                effects.schedule = (state.completionDelay, state.generation)
+            case .notActive, .delayingEnd:
+                break
+            }
+        }
+        return effects
+    }
+
+    private func perform(_ effects: Effects) {
+        effects.cancel?.cancel()
+        if let (delay, generation) = effects.schedule {
+            // Scheduled outside the lock (a scheduler may take its own locks);
+            // the generation tells a stale timer from the current one.
+            let token = scheduler.schedule(after: delay) { [weak self] in self?.delayEnded(generation: generation) }
+            let stale = state.withLock { state -> Bool in
+                guard state.generation == generation else { return true }
+                state.timer = token
+                return false
+            }
+            if stale { token.cancel() }
+        }
+        if let (handlers, active) = effects.notify {
+            for handler in handlers { handler(active) }
+        }
+    }
+
+    private func delayEnded(generation: Int) {
+        let effects = state.withLock { state -> Effects in
+            guard state.generation == generation else { return Effects() }
+            state.timer = nil
+            let wasVisible = state.phase.isVisible
+            switch state.phase {
+            case .delayingStart:
+                state.phase = state.total > 0 ? .active : .notActive
+            case .delayingEnd:
+                state.phase = state.total > 0 ? .active : .notActive
+            case .notActive, .active:
+                return Effects()
+            }
+            state.generation += 1
+            var effects = Effects()
+            if state.phase.isVisible != wasVisible {
+                effects.notify = (state.allHandlers, state.phase.isVisible)
+            }
+            return effects
+        }
+        perform(effects)
+    }
+}
+
+/// One block observer on a notification center. `@unchecked Sendable`:
+/// the opaque observer token is only handed back to the (thread-safe)
+/// center, once, guarded by `removed`.
+private final class NotificationRegistration: @unchecked Sendable {
+    private let center: NotificationCenter
+    private let observer: any NSObjectProtocol
+    private let removed = Atomic<Bool>(false)
+
+    init(center: NotificationCenter, name: Notification.Name, handler: @escaping @Sendable (Notification) -> Void) {
+        self.center = center
+        // queue nil: the handler runs synchronously on the posting thread.
+        self.observer = center.addObserver(forName: name, object: nil, queue: nil, using: handler)
+    }
+
+    func remove() {
+        if !removed.exchange(true, ordering: .acquiringAndReleasing) { center.removeObserver(observer) }
+    }
+
+    deinit { remove() }
+}

@@ -1,0 +1,56 @@
+import Foundation
+
+/// Whether a target can be reached, and over which kind of interface
+/// (AFNetworkReachabilityStatus, with Linux interface kinds).
+public enum ReachabilityStatus: Sendable, Hashable, CustomStringConvertible {
+    /// Not evaluated yet, or the kernel could not be asked.
+    case unknown
+    /// No usable route: no route at all, or its interface is down or has no carrier.
+    case notReachable
+    /// A route leaves through an interface that is up and has a carrier.
+    case reachable(ReachabilityInterface)
+
+    public var isReachable: Bool {
+        if case .reachable = self { return true }
+        return false
+    }
+
+    /// The English phrase AFNetworking uses (`AFStringFromNetworkReachabilityStatus`).
+    public var localizedDescription: String {
+        switch self {
+        case .unknown: return "Unknown"
+        case .notReachable: return "Not Reachable"
+        case .reachable(.wifi): return "Reachable via WiFi"
+        case .reachable(.ethernet): return "Reachable via Ethernet"
+        case .reachable(.other): return "Reachable via Other Interface"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unknown: return "unknown"
+        case .notReachable: return "notReachable"
+        case .reachable(let interface): return "reachable(\(interface.rawValue))"
+        }
+    }
+}
+
+/// The kind of interface a route leaves through.
+///
+/// - `wifi`: the interface has `/sys/class/net/IF/wireless`, or its `uevent`
+///   says `DEVTYPE=wlan`.
+/// - `ethernet`: any other interface whose link type is `ARPHRD_ETHER`
+///   (physical NICs, veth, bridges, bonds).
+/// - `other`: everything else, loopback included (tunnels, PPP, WireGuard, `lo`).
+public enum ReachabilityInterface: String, Sendable, Hashable {
+    case ethernet
+    case wifi
+    case other
+}
+
+extension Notification.Name {
+    /// A ``NetworkReachability`` monitor saw its status change (object: the
+    /// monitor; userInfo: ``NetworkReachability/statusUserInfoKey`` holds the
+    /// new ``ReachabilityStatus``). Posted on the monitor's queue.
+    public static let transferReachabilityDidChange = Notification.Name("transfer.reachability.didChange")
+}

@@ -1,0 +1,232 @@
+import CTransfer
+import Foundation
+import Synchronization
+
+/// A task whose response body is collected in memory (in C, handed to Swift
+/// once at completion), or streamed in chunks when the session's
+/// `dataTaskDidReceiveData` hook is set.
+public class DataTask: TransferTask, @unchecked Sendable {
+    // @unchecked Sendable: as TransferTask; `chunks` is guarded by its Mutex.
+    public typealias CompletionHandler = @Sendable (HTTPResponse?, Data?, TransferError?) -> Void
+
+    let completionHandler: CompletionHandler?
+    private let chunks = Mutex<Data?>(nil)
+    private let streaming: Bool
+
+    init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
+         completionHandler: CompletionHandler?)
+    {
+        self.completionHandler = completionHandler
+        self.streaming = session.hooks.dataTaskDidReceiveData != nil
+        super.init(session: session, identifier: identifier, request: request, delegate: delegate)
+    }
+
+    override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
+        spec.sink_kind = streaming ? CT_SINK_STREAM : CT_SINK_MEMORY
+    }
+
+    override func wantsDisposition() -> Bool {
+        session.hooks.dataTaskDidReceiveResponse != nil
+    }
+
+    override func needsResponseEvent() -> Bool { wantsDisposition() }
+
+    override func makeEvents() -> TransferEvents {
+        var events = super.makeEvents()
+        if streaming {
+            events.onData = { [self] data in
+                chunks.withLock { $0 = ($0 ?? Data()) + data }
+                session.mailbox.post { [self] in
+                    session.hooks.dataTaskDidReceiveData?(session, self, data)
+                }
+            }
+        }
+        return events
+    }
+
+    override func didReceiveResponse(_ response: HTTPResponse) {
+        guard let hook = session.hooks.dataTaskDidReceiveResponse else { return }
+        let id = core.withLock { $0.engineID }
+        switch hook(session, self, response) {
+        case .allow:
+            session.engine.setDisposition(id, CT_DISPOSITION_ALLOW)
+        case .cancel:
+            cancel()
+        case .becomeDownload:
+            becomeDownload(engineID: id, response: response)
+        }
+    }
+
+    /// The same transfer continues as a download task: its body goes to a
+    /// temporary file and the new task completes instead of this one.
+    private func becomeDownload(engineID: UInt64, response: HTTPResponse) {
+        let download = session.makeAdoptedDownloadTask(from: self, response: response)
+        core.withLock { $0.finished = true; $0.state = .completed }
+        session.forget(self)
+        session.hooks.dataTaskDidBecomeDownloadTask?(session, self, download)
+        session.engine.setDisposition(engineID, CT_DISPOSITION_BECOME_FILE, path: download.temporaryPath)
+    }
+
+    override func engineDidFinish(_ outcome: Outcome) {
+        if let adopter = session.adopter(of: self) {
+            adopter.engineDidFinish(outcome)
+            return
+        }
+        super.engineDidFinish(outcome)
+    }
+
+    override func engineDidProgress(_ snapshot: ProgressSnapshot) {
+        if let adopter = session.adopter(of: self) {
+            adopter.engineDidProgress(snapshot)
+            return
+        }
+        super.engineDidProgress(snapshot)
+    }
+
+    override func complete(with outcome: Outcome) {
+        let error = outcome.error(url: originalRequest.url)
+        let body = streaming ? chunks.withLock { $0 } : outcome.body
+        if error == nil, let body, let response, let hook = session.hooks.dataTaskWillCacheResponse {
+            _ = hook(session, self, response, body)
+        }
+        resultData = body
+        complete(error: error, outcome: outcome)
+    }
+
+    /// The body, kept between complete(with:) and the completion call.
+    var resultData: Data? {
+        get { chunks.withLock { $0 } }
+        set { chunks.withLock { $0 = newValue } }
+    }
+
+    func callCompletion(error: TransferError?) {
+        guard let completionHandler else { return }
+        let response = self.response
+        let data = resultData
+        session.runCompletion { completionHandler(response, data, error) }
+    }
+}
+
+/// A data task that sends a body: from memory, a file, or a stream.
+public final class UploadTask: DataTask, @unchecked Sendable {
+    // @unchecked Sendable: as DataTask; `bodyBuffer` is written once before
+    // submit and freed once after finish.
+
+    private let body: Request.Body
+    private let source = BodySource()
+
+    init(session: SessionManager, identifier: Int, request: Request, body: Request.Body, delegate: TaskDelegate,
+         completionHandler: CompletionHandler?)
+    {
+        self.body = body
+        super.init(session: session, identifier: identifier, request: request, delegate: delegate,
+                   completionHandler: completionHandler)
+    }
+
+
+    override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
+        try super.configure(&spec, strings: strings)
+        switch body {
+        case .data(let data):
+            // The engine borrows the bytes until finish: keep a copy of our own
+            // (freed in deinit, which cannot run before the finish callback).
+            let pointer = UnsafeMutableRawPointer.allocate(byteCount: max(data.count, 1), alignment: 16)
+            data.withUnsafeBytes { raw in
+                if let base = raw.baseAddress { pointer.copyMemory(from: base, byteCount: raw.count) }
+            }
+            source.setBuffer(pointer)
+            spec.body_kind = CT_BODY_MEMORY
+            spec.body_data = UnsafeRawPointer(pointer)
+            spec.body_length = Int64(data.count)
+        case .file(let url, let offset, let length):
+            guard url.isFileURL else {
+                throw TransferError(.invalidRequest, "upload body is not a file URL: \(url)", url: originalRequest.url)
+            }
+            guard FileManager.default.isReadableFile(atPath: url.path) else {
+                var error = TransferError(.invalidRequest, "cannot read the upload file \(url.path)",
+                                          url: originalRequest.url)
+                error.systemErrno = ENOENT
+                throw error
+            }
+            spec.body_kind = CT_BODY_FILE
+            spec.body_path = UnsafePointer(strings.make(url.path))
+            spec.body_offset = offset
+            spec.body_length = length ?? -1
+        case .stream(let provider, let length):
+            guard let first = provider.makeStream() else {
+                throw TransferError(.invalidRequest, "the body stream provider gave no stream", url: originalRequest.url)
+            }
+            first.open()
+            source.replaceStream(with: first)
+            spec.body_kind = CT_BODY_PULL
+            spec.body_length = length ?? -1
+        }
+    }
+
+    override func makeEvents() -> TransferEvents {
+        var events = super.makeEvents()
+        guard case .stream(let provider, _) = body else { return events }
+        events.onRead = { [self] buffer in
+            // Runs on the engine thread: a stream from disk reads quickly; a
+            // stream that blocks stalls every transfer of the session.
+            source.read(into: buffer)
+        }
+        events.onRewind = { [self] in
+            // A redirect or retry needs the body again: ask the hook, then the provider.
+            let fresh: InputStream? = session.hooks.taskNeedNewBodyStream.flatMap { hook in
+                session.delegateQueue.sync { hook(session, self) }
+            } ?? provider.makeStream()
+            guard let fresh else { return false }
+            fresh.open()
+            source.replaceStream(with: fresh)
+            return true
+        }
+        return events
+    }
+
+    override func complete(error: TransferError?, outcome: Outcome?) {
+        source.closeStream()
+        super.complete(error: error, outcome: outcome)
+    }
+}
+
+/// The body an upload task lends the engine: a private copy of in-memory
+/// bytes (the engine borrows it until finish) or the current input stream.
+///
+/// @unchecked Sendable: both fields are guarded by `lock`; the stream is used
+/// by the engine thread (read, rewind) and closed on the delegate queue.
+private final class BodySource: @unchecked Sendable {
+    private let lock = NSLock()
+    private var buffer: UnsafeMutableRawPointer?
+    private var stream: InputStream?
+
+    func setBuffer(_ pointer: UnsafeMutableRawPointer) {
+        lock.withLock { buffer = pointer }
+    }
+
+    func replaceStream(with fresh: InputStream) {
+        lock.withLock {
+            stream?.close()
+            stream = fresh
+        }
+    }
+
+    func read(into target: UnsafeMutableRawBufferPointer) -> Int {
+        lock.withLock {
+            guard let stream, let base = target.baseAddress else { return -1 }
+            if target.isEmpty { return 0 }
+            let count = stream.read(base.assumingMemoryBound(to: UInt8.self), maxLength: target.count)
+            return count < 0 ? -1 : count
+        }
+    }
+
+    func closeStream() {
+        lock.withLock { stream?.close() }
+    }
+
+    deinit {
+        // The task (and so this source) outlives the engine's finish callback,
+        // after which the engine no longer reads the buffer.
+        buffer?.deallocate()
+    }
+}

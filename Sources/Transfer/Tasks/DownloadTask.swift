@@ -1,0 +1,226 @@
+import CTransfer
+import Foundation
+import Synchronization
+
+/// A task whose body goes straight to disk from the engine: no body byte
+/// enters Swift. The file is written to a part file and moved into place
+/// atomically on success; on failure nothing is left at the destination.
+public final class DownloadTask: TransferTask, @unchecked Sendable {
+    // @unchecked Sendable: as TransferTask; `location` is guarded by its Mutex.
+    public typealias Destination = @Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL
+    public typealias CompletionHandler = @Sendable (HTTPResponse?, URL?, TransferError?) -> Void
+
+    /// A fixed destination: the engine writes `<destination>.part` and renames it.
+    let fixedDestination: URL?
+    let destination: Destination?
+    let completionHandler: CompletionHandler?
+    let resume: ResumeData?
+    /// Where the engine writes when the destination is only known at the end.
+    let temporaryPath: String
+    private let location = Mutex<URL?>(nil)
+
+    init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
+         fixedDestination: URL?, destination: Destination?, resume: ResumeData?,
+         completionHandler: CompletionHandler?)
+    {
+        self.fixedDestination = fixedDestination
+        self.destination = destination
+        self.completionHandler = completionHandler
+        self.resume = resume
+        self.temporaryPath = resume?.partialFilePath
+            ?? session.temporaryDirectory.appendingPathComponent("download-\(UUID().uuidString).part").path
+        super.init(session: session, identifier: identifier, request: request, delegate: delegate)
+        if let resume {
+            core.withLock { $0.download.resumeOffset = resume.bytesOnDisk }
+        }
+    }
+
+    override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
+        spec.sink_kind = CT_SINK_FILE
+        if let fixedDestination, resume == nil {
+            let directory = fixedDestination.deletingLastPathComponent()
+            try FileMover.ensureDirectory(directory)
+            spec.sink_path = UnsafePointer(strings.make(fixedDestination.path))
+            spec.sink_part_path = UnsafePointer(strings.make(fixedDestination.path + ".part"))
+        } else {
+            try FileMover.ensureDirectory(URL(fileURLWithPath: temporaryPath).deletingLastPathComponent())
+            spec.sink_part_path = UnsafePointer(strings.make(temporaryPath))
+        }
+        if let resume {
+            spec.resume_offset = resume.bytesOnDisk
+            spec.if_range = UnsafePointer(strings.make(resume.validator))
+        }
+    }
+
+    override func needsResponseEvent() -> Bool { resume != nil }
+
+    override func didReceiveResponse(_ response: HTTPResponse) {
+        guard let resume, let hook = session.hooks.downloadTaskDidResume else { return }
+        // A 206 continues at the offset; anything else restarted from zero.
+        let offset: Int64 = response.statusCode == 206 ? resume.bytesOnDisk : 0
+        hook(session, self, offset, countOfBytesExpectedToReceive)
+    }
+
+    override func deliverProgress() {
+        super.deliverProgress()
+        if let hook = session.hooks.downloadTaskDidWriteData {
+            let written = countOfBytesReceived
+            let last = lastReported.withLock { last -> Int64 in
+                defer { last = written }
+                return last
+            }
+            if written > last {
+                hook(session, self, written - last, written, countOfBytesExpectedToReceive)
+            }
+        }
+    }
+
+    private let lastReported = Mutex<Int64>(0)
+
+    override func engineDidProgress(_ snapshot: ProgressSnapshot) {
+        super.engineDidProgress(snapshot)
+    }
+
+    override func complete(with outcome: Outcome) {
+        var error = outcome.error(url: originalRequest.url)
+        var fileURL: URL?
+        if error == nil, let path = outcome.filePath {
+            let written = URL(fileURLWithPath: path)
+            if fixedDestination != nil && resume == nil {
+                fileURL = written
+            } else {
+                do throws(TransferError) {
+                    fileURL = try placeFile(at: written)
+                } catch let moveError {
+                    error = moveError
+                    try? FileManager.default.removeItem(at: written)
+                    session.postNotification(.transferDownloadDidFailToMoveFile, task: self,
+                                             userInfo: [TransferNotificationKey.error: moveError])
+                }
+            }
+            if error == nil, fileURL != nil {
+                session.postNotification(.transferDownloadDidMoveFile, task: self, userInfo: [:])
+            }
+        }
+        if let e = error, e.code == .cancelled, outcome.bytesOnDisk > 0, let handler = takeResumeDataHandler() {
+            handler(ResumeData(task: self, outcome: outcome)?.encoded())
+        } else if let handler = takeResumeDataHandler() {
+            handler(nil)
+        }
+        location.withLock { $0 = fileURL }
+        complete(error: error, outcome: outcome)
+    }
+
+    override func complete(error: TransferError?, outcome: Outcome?) {
+        if outcome == nil, let handler = takeResumeDataHandler() { handler(nil) }
+        super.complete(error: error, outcome: outcome)
+    }
+
+    /// The final location after the destination closure and the session hook.
+    private func placeFile(at temporary: URL) throws(TransferError) -> URL? {
+        guard let response else { return temporary }
+        var target: URL?
+        if let hook = session.hooks.downloadTaskDidFinishDownloading {
+            target = hook(session, self, temporary)
+        }
+        if target == nil, let destination {
+            target = destination(temporary, response)
+        }
+        if target == nil, let fixedDestination {
+            target = fixedDestination
+        }
+        guard let target else { return temporary }
+        try FileMover.move(from: temporary, to: target)
+        return target
+    }
+
+    private func takeResumeDataHandler() -> (@Sendable (Data?) -> Void)? {
+        core.withLock { core in
+            defer { core.resumeDataHandler = nil }
+            return core.resumeDataHandler
+        }
+    }
+
+    /// Where the file is, once the task completed successfully.
+    public var fileURL: URL? { location.withLock { $0 } }
+
+    /// Cancels, keeping what was downloaded: `completionHandler` receives
+    /// resume data for ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``,
+    /// or nil when nothing can be resumed. Runs on the delegate queue.
+    public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (Data?) -> Void) {
+        let accepted = core.withLock { core -> Bool in
+            guard !core.finished, core.state != .canceling else { return false }
+            core.resumeDataHandler = completionHandler
+            return true
+        }
+        guard accepted else {
+            session.delegateQueue.async { completionHandler(nil) }
+            return
+        }
+        cancel(keepingPartialData: true)
+    }
+
+    func callCompletion(error: TransferError?) {
+        let fileURL = self.fileURL
+        let temporary = fixedDestination == nil && destination == nil && session.hooks.downloadTaskDidFinishDownloading == nil
+        guard let completionHandler else {
+            if temporary, let fileURL { try? FileManager.default.removeItem(at: fileURL) }
+            return
+        }
+        let response = self.response
+        session.runCompletion {
+            completionHandler(response, fileURL, error)
+            // Without a destination the file is only valid during the call,
+            // as with URLSession: the temporary file never outlives the task.
+            if temporary, let fileURL { try? FileManager.default.removeItem(at: fileURL) }
+        }
+    }
+}
+
+/// Moving downloads into place.
+enum FileMover {
+    static func ensureDirectory(_ directory: URL) throws(TransferError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            var e = TransferError(.fileError, "cannot create directory \(directory.path): \(error)")
+            e.systemErrno = EACCES
+            throw e
+        }
+    }
+
+    /// Atomic replace with rename(2); across file systems, copy then rename.
+    static func move(from source: URL, to target: URL) throws(TransferError) {
+        try ensureDirectory(target.deletingLastPathComponent())
+        if rename(source.path, target.path) == 0 { return }
+        let err = errno
+        guard err == EXDEV else {
+            var e = TransferError(.fileError,
+                                  "cannot move the download to \(target.path): \(String(cString: strerror(err)))")
+            e.systemErrno = err
+            throw e
+        }
+        let staging = target.path + ".part"
+        do {
+            try? FileManager.default.removeItem(atPath: staging)
+            try FileManager.default.copyItem(atPath: source.path, toPath: staging)
+        } catch {
+            try? FileManager.default.removeItem(atPath: staging)
+            var e = TransferError(.fileError, "cannot copy the download to \(target.path): \(error)")
+            e.systemErrno = EXDEV
+            throw e
+        }
+        if rename(staging, target.path) != 0 {
+            let err = errno
+            try? FileManager.default.removeItem(atPath: staging)
+            var e = TransferError(.fileError, "cannot move the download into place: \(String(cString: strerror(err)))")
+            e.systemErrno = err
+            throw e
+        }
+        try? FileManager.default.removeItem(at: source)
+    }
+}

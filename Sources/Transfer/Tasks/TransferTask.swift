@@ -1,0 +1,451 @@
+import CTransfer
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A transfer run by a ``SessionManager``: the Linux spelling of
+/// `NSURLSessionTask`. Subclasses: ``DataTask``, ``UploadTask``, ``DownloadTask``.
+///
+/// Tasks start suspended; ``resume()`` starts them. State changes are
+/// reflected in ``state``, in the notifications, and in observers, in order
+/// and exactly once.
+public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible, @unchecked Sendable {
+    // @unchecked Sendable: every mutable field lives in `core` (a Mutex); the
+    // rest is immutable, and `counters` is written by the engine thread with
+    // atomics and read here through ct_counters_* (atomic loads).
+
+    public let taskIdentifier: Int
+    public let originalRequest: Request
+    let session: SessionManager
+    let counters: UnsafeMutablePointer<ct_counters>
+    let core: Mutex<Core>
+    let delegate: TaskDelegate
+
+    struct Core {
+        var state: TaskState = .suspended
+        var started = false
+        var engineID: UInt64 = 0
+        var cancelWhenSubmitted = false
+        var keepPartialOnCancel = false
+        var finished = false
+        var taskDescription: String?
+        var currentRequest: Request?
+        var response: HTTPResponse?
+        var error: TransferError?
+        var metrics: TaskMetrics?
+        var priority: Float = 0.5
+        var upload = TransferProgress(completedUnitCount: 0, totalUnitCount: -1)
+        var download = TransferProgress(completedUnitCount: 0, totalUnitCount: -1)
+        var progressDeliveryPending = false
+        var nextObserverID = 0
+        var progressObservers: [Int: ProgressObserver] = [:]
+        var stateObservers: [Int: StateObserver] = [:]
+        var resumeDataHandler: (@Sendable (Data?) -> Void)?
+        var waiter: (any TaskWaiter)?
+        var waiterFired = false
+    }
+
+    struct ProgressObserver {
+        var direction: ProgressDirection
+        var queue: DispatchQueue
+        var handler: @Sendable (TransferProgress) -> Void
+    }
+
+    struct StateObserver {
+        var queue: DispatchQueue
+        var handler: @Sendable (TaskState) -> Void
+    }
+
+    init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate) {
+        self.session = session
+        self.taskIdentifier = identifier
+        self.originalRequest = request
+        self.delegate = delegate
+        var block: UnsafeMutablePointer<ct_counters>?
+        if ct_counters_create(&block) != CT_OK || block == nil {
+            // A 64-byte allocation failing means the process is out of memory.
+            fatalError("Transfer: cannot allocate 64 bytes of counters (out of memory)")
+        }
+        counters = block!
+        var initial = Core()
+        initial.currentRequest = request
+        core = Mutex(initial)
+    }
+
+    deinit {
+        ct_counters_destroy(counters)
+    }
+
+    // MARK: - Public state
+
+    public var taskDescription: String? {
+        get { core.withLock { $0.taskDescription } }
+        set { core.withLock { $0.taskDescription = newValue } }
+    }
+
+    public var currentRequest: Request? { core.withLock { $0.currentRequest } }
+    public var response: HTTPResponse? { core.withLock { $0.response } }
+    public var state: TaskState { core.withLock { $0.state } }
+    public var error: TransferError? { core.withLock { $0.error } }
+    /// Timing of the finished task (nil until it completes).
+    public var metrics: TaskMetrics? { core.withLock { $0.metrics } }
+
+    /// 0...1, as URLSessionTask.priority; higher runs first when the engine queues.
+    public var priority: Float {
+        get { core.withLock { $0.priority } }
+        set { core.withLock { $0.priority = min(1, max(0, newValue)) } }
+    }
+
+    /// Body bytes sent so far (lock-free read of the engine's counter).
+    public var countOfBytesSent: Int64 { ct_counters_sent(counters) }
+    /// Body bytes to send, or -1 when unknown (falls back to Content-Length).
+    public var countOfBytesExpectedToSend: Int64 {
+        let expected = ct_counters_expected_to_send(counters)
+        if expected >= 0 { return expected }
+        return originalRequest.headers["Content-Length"].flatMap { Int64($0) } ?? -1
+    }
+    /// Body bytes received so far, including a resumed offset.
+    public var countOfBytesReceived: Int64 { ct_counters_received(counters) }
+    /// Body bytes expected, or -1 until the headers say.
+    public var countOfBytesExpectedToReceive: Int64 { ct_counters_expected_to_receive(counters) }
+
+    public var description: String {
+        "<\(type(of: self)) \(taskIdentifier) \(state) \(originalRequest)>"
+    }
+
+    public static func == (lhs: TransferTask, rhs: TransferTask) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    // MARK: - Control
+
+    /// Starts the task, or continues it after ``suspend()``.
+    public func resume() {
+        enum Action { case none, start, resumeEngine(UInt64) }
+        let action: Action = core.withLock { core in
+            guard core.state == .suspended else { return .none }
+            core.state = .running
+            if !core.started {
+                core.started = true
+                return .start
+            }
+            return core.engineID != 0 ? .resumeEngine(core.engineID) : .none
+        }
+        switch action {
+        case .none:
+            return
+        case .start:
+            stateDidChange(.running)
+            start()
+        case .resumeEngine(let id):
+            session.engine.resume(id)
+            stateDidChange(.running)
+        }
+    }
+
+    /// Pauses a running task without dropping its connection; ``resume()``
+    /// continues where it stopped.
+    public func suspend() {
+        let id: UInt64? = core.withLock { core in
+            guard core.state == .running else { return nil }
+            core.state = .suspended
+            return core.engineID
+        }
+        guard let id else { return }
+        if id != 0 { session.engine.pause(id) }
+        stateDidChange(.suspended)
+    }
+
+    /// Cancels the task; it completes with ``TransferError/Code/cancelled``.
+    public func cancel() {
+        cancel(keepingPartialData: false)
+    }
+
+    func cancel(keepingPartialData keep: Bool) {
+        enum Action { case none, local, engine(UInt64) }
+        let action: Action = core.withLock { core in
+            guard core.state != .completed, core.state != .canceling, !core.finished else { return .none }
+            core.state = .canceling
+            core.keepPartialOnCancel = keep
+            guard core.started else { return .local }
+            guard core.engineID != 0 else {
+                core.cancelWhenSubmitted = true
+                return .none
+            }
+            return .engine(core.engineID)
+        }
+        switch action {
+        case .none:
+            return
+        case .local:
+            stateDidChange(.canceling)
+            finishLocally(TransferError(.cancelled, "cancelled", url: originalRequest.url))
+        case .engine(let id):
+            stateDidChange(.canceling)
+            session.engine.cancel(id, keepPartial: keep)
+        }
+    }
+
+    // MARK: - Starting
+
+    /// Builds the engine spec for this task. Subclasses set body and sink.
+    func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {}
+
+    /// Extra engine events a subclass wants (data chunks, disposition).
+    func wantsDisposition() -> Bool { false }
+
+    private func start() {
+        session.taskDidResume(self)
+        let request = originalRequest
+        let strings = CStrings()
+        defer { strings.free() }
+        var spec = ct_transfer_spec()
+        ct_transfer_spec_init(&spec)
+        do throws(TransferError) {
+            try session.fillSpec(&spec, for: request, strings: strings)
+            spec.counters = counters
+            if wantsDisposition() { spec.flags |= UInt32(CT_FLAG_AWAIT_DISPOSITION) }
+            try configure(&spec, strings: strings)
+        } catch {
+            finishLocally(error)
+            return
+        }
+        let submitted = session.engine.submit(&spec, events: makeEvents())
+        switch submitted {
+        case .failure(let error):
+            var error = error
+            error.url = request.url
+            finishLocally(error)
+        case .success(let id):
+            let cancelNow: Bool = core.withLock { core in
+                core.engineID = id
+                return core.cancelWhenSubmitted
+            }
+            if cancelNow {
+                session.engine.cancel(id, keepPartial: core.withLock { $0.keepPartialOnCancel })
+            }
+        }
+    }
+
+    func makeEvents() -> TransferEvents {
+        TransferEvents(
+            onResponse: { [self] head in engineDidReceiveResponse(head) },
+            onProgress: { [self] snapshot in engineDidProgress(snapshot) },
+            onData: nil,
+            onFinish: { [self] outcome in engineDidFinish(outcome) },
+            onRead: nil,
+            onRewind: nil
+        )
+    }
+
+    // MARK: - Engine events (loop thread: record, then hop)
+
+    func engineDidReceiveResponse(_ head: ResponseHead) {
+        // No redirect (the common case): reuse the request's URL instead of parsing.
+        let url = head.url == originalRequest.url.absoluteString ? originalRequest.url
+            : (URL(string: head.url) ?? originalRequest.url)
+        let response = HTTPResponse(url: url, statusCode: head.status,
+                                    headers: head.headers, httpVersion: head.httpVersion)
+        core.withLock { $0.response = response }
+        guard needsResponseEvent() else { return }
+        session.mailbox.post { [self] in
+            didReceiveResponse(response)
+        }
+    }
+
+    /// On the delegate queue. Data tasks ask the hook for a disposition.
+    func didReceiveResponse(_ response: HTTPResponse) {}
+
+    /// Whether ``didReceiveResponse(_:)`` has anything to do (saves a hop per request).
+    func needsResponseEvent() -> Bool { false }
+
+    func engineDidProgress(_ snapshot: ProgressSnapshot) {
+        let schedule: Bool = core.withLock { core in
+            core.upload = TransferProgress(completedUnitCount: snapshot.sent,
+                                           totalUnitCount: snapshot.expectedToSend, elapsed: snapshot.elapsed)
+            core.download = TransferProgress(completedUnitCount: snapshot.received,
+                                             totalUnitCount: snapshot.expectedToReceive, elapsed: snapshot.elapsed,
+                                             resumeOffset: core.download.resumeOffset)
+            guard !core.progressDeliveryPending, !core.finished,
+                !core.progressObservers.isEmpty || delegate.hasProgressListeners
+            else { return false }
+            core.progressDeliveryPending = true
+            return true
+        }
+        if schedule {
+            session.mailbox.post { [self] in deliverProgress() }
+        }
+    }
+
+    /// On the delegate queue: hands the latest snapshots to listeners.
+    func deliverProgress() {
+        let (upload, download, observers) = core.withLock { core in
+            core.progressDeliveryPending = false
+            return (core.upload, core.download, Array(core.progressObservers.values))
+        }
+        delegate.progressDidChange(task: self, upload: upload, download: download)
+        for observer in observers {
+            let value = observer.direction == .upload ? upload : download
+            observer.queue.async { observer.handler(value) }
+        }
+    }
+
+    func engineDidFinish(_ outcome: Outcome) {
+        session.mailbox.post { [self] in
+            complete(with: outcome)
+        }
+    }
+
+    /// Completes without the engine (cancelled before start, bad request).
+    func finishLocally(_ error: TransferError) {
+        session.delegateQueue.async { [self] in
+            complete(error: error, outcome: nil)
+        }
+    }
+
+    /// On the delegate queue, once: subclasses produce the result first.
+    func complete(with outcome: Outcome) {
+        complete(error: outcome.error(url: originalRequest.url), outcome: outcome)
+    }
+
+    /// The shared end of every task, on the delegate queue.
+    func complete(error: TransferError?, outcome: Outcome?) {
+        var error = error
+        if var e = error, e.response == nil { e.response = response; error = e }
+        let finalSnapshot: (TransferProgress, TransferProgress, [ProgressObserver], [StateObserver])? =
+            core.withLock { core in
+                guard !core.finished else { return nil }
+                core.finished = true
+                core.state = .completed
+                core.error = error
+                core.metrics = outcome?.metrics
+                if error == nil {
+                    // A final report at 100 %: totals become what was really moved.
+                    if core.download.totalUnitCount < 0 || core.download.completedUnitCount > core.download.totalUnitCount {
+                        core.download.totalUnitCount = core.download.completedUnitCount
+                    }
+                    core.download.completedUnitCount = max(core.download.completedUnitCount, countOfBytesReceived)
+                    core.download.totalUnitCount = max(core.download.totalUnitCount, core.download.completedUnitCount)
+                    if core.upload.totalUnitCount < 0 { core.upload.totalUnitCount = core.upload.completedUnitCount }
+                }
+                let result = (core.upload, core.download, Array(core.progressObservers.values),
+                              Array(core.stateObservers.values))
+                core.progressObservers.removeAll()
+                core.stateObservers.removeAll()
+                return result
+            }
+        guard let (upload, download, progressObservers, stateObservers) = finalSnapshot else { return }
+        delegate.progressDidChange(task: self, upload: upload, download: download)
+        for observer in progressObservers {
+            let value = observer.direction == .upload ? upload : download
+            observer.queue.async { observer.handler(value) }
+        }
+        for observer in stateObservers {
+            observer.queue.async { observer.handler(.completed) }
+        }
+        session.taskDidComplete(self, error: error, outcome: outcome)
+    }
+
+    func stateDidChange(_ state: TaskState) {
+        let observers = core.withLock { Array($0.stateObservers.values) }
+        for observer in observers {
+            observer.queue.async { observer.handler(state) }
+        }
+        switch state {
+        case .running where core.withLock({ $0.engineID != 0 || $0.started }):
+            session.postTaskNotification(.transferTaskDidResume, task: self)
+        case .suspended:
+            session.postTaskNotification(.transferTaskDidSuspend, task: self)
+        default:
+            break
+        }
+    }
+
+    /// Registers the async/await waiter; fires at once if already complete.
+    func attach(_ waiter: any TaskWaiter) {
+        let done: TransferError?? = core.withLock { core in
+            guard core.finished && core.state == .completed && core.waiterFired else {
+                core.waiter = waiter
+                return .none
+            }
+            return .some(core.error)
+        }
+        if case .some(let error) = done { waiter.taskDidComplete(self, error: error) }
+    }
+
+    /// Called once by the session after the completion handler was queued.
+    func fireWaiter() {
+        let (waiter, error) = core.withLock { core -> ((any TaskWaiter)?, TransferError?) in
+            core.waiterFired = true
+            defer { core.waiter = nil }
+            return (core.waiter, core.error)
+        }
+        waiter?.taskDidComplete(self, error: error)
+    }
+
+    // MARK: - ObservableTransfer
+
+    public func progress(_ direction: ProgressDirection) -> TransferProgress {
+        core.withLock { direction == .upload ? $0.upload : $0.download }
+    }
+
+    @discardableResult
+    public func observeProgress(_ direction: ProgressDirection, on queue: DispatchQueue,
+                                _ handler: @escaping @Sendable (TransferProgress) -> Void) -> ObservationToken
+    {
+        let id: Int? = core.withLock { core in
+            guard !core.finished else { return nil }
+            core.nextObserverID += 1
+            core.progressObservers[core.nextObserverID] = ProgressObserver(direction: direction, queue: queue,
+                                                                           handler: handler)
+            return core.nextObserverID
+        }
+        guard let id else { return ObservationToken {} }
+        return ObservationToken { [weak self] in
+            _ = self?.core.withLock { $0.progressObservers.removeValue(forKey: id) }
+        }
+    }
+
+    @discardableResult
+    public func observeState(on queue: DispatchQueue,
+                             _ handler: @escaping @Sendable (TaskState) -> Void) -> ObservationToken
+    {
+        let id: Int? = core.withLock { core in
+            guard !core.finished else { return nil }
+            core.nextObserverID += 1
+            core.stateObservers[core.nextObserverID] = StateObserver(queue: queue, handler: handler)
+            return core.nextObserverID
+        }
+        guard let id else { return ObservationToken {} }
+        return ObservationToken { [weak self] in
+            _ = self?.core.withLock { $0.stateObservers.removeValue(forKey: id) }
+        }
+    }
+
+    /// Progress events and state changes as an async sequence that ends
+    /// when the task completes.
+    public var events: AsyncStream<TaskEvent> {
+        AsyncStream { continuation in
+            let progressUp = observeProgress(.upload, on: session.delegateQueue) { continuation.yield(.uploadProgress($0)) }
+            let progressDown = observeProgress(.download, on: session.delegateQueue) {
+                continuation.yield(.downloadProgress($0))
+            }
+            let stateToken = observeState(on: session.delegateQueue) { state in
+                continuation.yield(.state(state))
+                if state == .completed { continuation.finish() }
+            }
+            if self.state == .completed { continuation.finish() }
+            continuation.onTermination = { _ in
+                progressUp.cancel()
+                progressDown.cancel()
+                stateToken.cancel()
+            }
+        }
+    }
+}
+
+/// What ``TransferTask/events`` yields.
+public enum TaskEvent: Sendable, Hashable {
+    case state(TaskState)
+    case uploadProgress(TransferProgress)
+    case downloadProgress(TransferProgress)
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what building and testing Transfer needs on Debian/Ubuntu, only
+# when something is missing. Safe to run again. Needs root (or sudo).
+set -euo pipefail
+
+need=()
+dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || need+=(libcurl4-openssl-dev)
+dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+
+if [ ${#need[@]} -gt 0 ]; then
+    echo "bootstrap: installing ${need[*]}"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    # The Debian package starts a system nginx on port 80; the project never
+    # uses it (every nginx we run is our own, on random loopback ports).
+    if [ -x /usr/sbin/nginx ] && command -v systemctl >/dev/null 2>&1; then
+        $sudo systemctl stop nginx >/dev/null 2>&1 || true
+    fi
+fi
+command -v swift >/dev/null 2>&1 || { echo "bootstrap: swift is not on PATH (Swift 6.x toolchain required)" >&2; exit 1; }

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds, runs the tests,
+# then runs them again under ThreadSanitizer and AddressSanitizer.
+#   scripts/test.sh            everything (what CI runs)
+#   scripts/test.sh --quick    plain run only, no sanitizers
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+scripts/bootstrap.sh
+
+echo "== lint: C engine with -Wall -Wextra -Werror"
+for f in Sources/CTransfer/*.c; do
+    cc -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -ISources/CTransfer/include -ISources/CTransfer "$f"
+done
+
+echo "== build + test"
+swift build --build-tests
+swift test --skip-build --no-parallel 2>&1 | tee .build/test.log | tail -n 40
+# swift test exits non-zero on failure; tee hides that, so check the log.
+grep -qE "Test run with .* passed|Executed .* with 0 failures" .build/test.log || { echo "tests failed" >&2; exit 1; }
+
+if [ "$quick" -eq 0 ]; then
+    export TRANSFER_TEST_SANITIZER=1   # tests shrink their big payloads
+    echo "== ThreadSanitizer"
+    swift test --no-parallel --scratch-path .build-tsan --sanitize=thread 2>&1 | tee .build/test-tsan.log | tail -n 20
+    grep -qE "Test run with .* passed" .build/test-tsan.log || { echo "tests under TSan failed" >&2; exit 1; }
+    echo "== AddressSanitizer"
+    swift test --no-parallel --scratch-path .build-asan --sanitize=address 2>&1 | tee .build/test-asan.log | tail -n 20
+    grep -qE "Test run with .* passed" .build/test-asan.log || { echo "tests under ASan failed" >&2; exit 1; }
+fi
+echo "== all tests passed"
