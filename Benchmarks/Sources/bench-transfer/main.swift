@@ -1,7 +1,81 @@
-// bench-transfer: placeholder until the session API lands in the library.
+// bench-transfer: the common scenarios through the Transfer library's public
+// async API: data(for:), download(for:to:) (the body goes to disk in C),
+// upload(for:fromFile:).
 import BenchCommon
+import Foundation
 import Transfer
 
+func makeSession(_ options: Options) throws -> SessionManager {
+    var configuration = SessionConfiguration.default
+    configuration.maxConnectionsPerHost = max(6, options.concurrency)
+    configuration.caFile = options.cacert
+    configuration.timeoutIntervalForRequest = 600
+    // The peers do not ask for compressed bodies either.
+    configuration.acceptsCompressedResponses = false
+    return try SessionManager(configuration: configuration)
+}
+
+func download(_ session: SessionManager, _ url: URL, to path: String, expected: Int64?, tally: Tally) async throws {
+    let (file, response) = try await session.download(for: Request(url: url), to: URL(fileURLWithPath: path))
+    tally.record(status: response.statusCode, bytes: fileSize(file.path), expected: expected,
+                 httpVersion: response.httpVersion)
+}
+
 await benchMain(client: "transfer") { options in
-    unsupported(client: "transfer", options: options, why: "the Transfer session API has not landed yet")
+    switch options.scenario {
+    case .downloadDiscard:
+        return unsupported(client: "transfer", options: options,
+                           why: "the Swift API has no discarding sink yet (the engine has CT_SINK_DISCARD)")
+    case .segmented:
+        return unsupported(client: "transfer", options: options, why: "segmented downloads are not in the Swift API yet")
+    default:
+        break
+    }
+    if options.pin != nil {
+        return unsupported(client: "transfer", options: options, why: "no pinning policy in the Swift API yet")
+    }
+    if options.checkOnly { return 0 }
+    let session = try makeSession(options)
+    let tally = Tally()
+    let start = monotonicSeconds()
+    switch options.scenario {
+    case .download:
+        do {
+            try await download(session, try options.target, to: try options.requireOutput(),
+                               expected: options.expectBytes, tally: tally)
+        } catch {
+            tally.fail(error)
+        }
+    case .many, .tlsConnections:
+        var request = Request(url: try options.target)
+        if options.scenario == .tlsConnections { request.setValue("close", forHTTPHeaderField: "Connection") }
+        let shared = request
+        await forEachBounded(count: options.count, concurrency: options.concurrency, tally: tally) { _ in
+            let (data, response) = try await session.data(for: shared)
+            tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,
+                         httpVersion: response.httpVersion)
+        }
+    case .upload:
+        let input = try options.requireInput()
+        var request = Request(url: try options.target, method: .post)
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        do {
+            let (_, response) = try await session.upload(for: request, fromFile: URL(fileURLWithPath: input))
+            tally.record(status: response.statusCode, bytes: fileSize(input), expected: nil,
+                         httpVersion: response.httpVersion)
+        } catch {
+            tally.fail(error)
+        }
+    case .parallelDownloads:
+        let urls = options.urls
+        await forEachBounded(count: urls.count, concurrency: options.concurrency, tally: tally) { index in
+            try await download(session, urls[index], to: try options.outputPath(index: index),
+                               expected: options.expectBytes, tally: tally)
+        }
+    case .downloadDiscard, .segmented:
+        break
+    }
+    let wall = monotonicSeconds() - start
+    session.invalidateAndCancel()
+    return report(client: "transfer", options: options, wall: wall, tally: tally)
 }
