@@ -75,7 +75,8 @@ def machine_description():
         "cores": str(os.cpu_count()),
         "memory": memory,
         "kernel": f"{platform.system()} {platform.release()}",
-        "curl": first_line(["curl", "--version"]),
+        "curl": " ".join(w for i, w in enumerate(first_line(["curl", "--version"]).split())
+                         if i < 2 or w.startswith(("OpenSSL", "nghttp2"))),
         "nginx": first_line(["nginx", "-v"]),
         "wrk": first_line(["wrk", "--version"]),
         "swift": first_line(["swift", "--version"]),
@@ -186,6 +187,7 @@ class Nginx:
         body_temp = tempfile.mkdtemp(prefix="nginx-body-", dir="/dev/shm" if os.path.isdir("/dev/shm") else work)
         self.body_temp = body_temp
         self.upload_log = f"{work}/upload.log"
+        self.fresh_log = f"{work}/fresh.log"
         new_http2 = nginx_version() >= (1, 25, 1)
         h2_listen = f"listen 127.0.0.1:{self.h2_port} ssl;\n        http2 on;" if new_http2 else \
             f"listen 127.0.0.1:{self.h2_port} ssl http2;"
@@ -199,6 +201,12 @@ class Nginx:
             access_log {self.upload_log} upload;
             echo_read_request_body;
             echo "ok";
+        }}
+        # The files again, with one log line per request naming its connection,
+        # to check that every request of the new-connections scenario had its own.
+        location /fresh/ {{
+            alias {www}/;
+            access_log {self.fresh_log} fresh;
         }}
         # Rate-limited copies of the files, for segmented downloads.
         location /slow/ {{
@@ -230,6 +238,7 @@ events {{ worker_connections 16384; }}
 http {{
     access_log off;
     log_format upload '$status $request_length $content_length';
+    log_format fresh '$connection $connection_requests $ssl_session_reused $status';
     sendfile on;
     tcp_nopush on;
     tcp_nodelay on;
@@ -286,6 +295,15 @@ http {{
             return int(fields[-1][1]) if fields else -1
         except (OSError, ValueError, IndexError):
             return -1
+
+    def fresh_connections(self):
+        """(requests, distinct connections, resumed TLS sessions) logged under /fresh/."""
+        try:
+            with open(self.fresh_log) as f:
+                fields = [line.split() for line in f if line.strip()]
+        except OSError:
+            return 0, 0, 0
+        return len(fields), len({f[0] for f in fields}), sum(1 for f in fields if len(f) > 2 and f[2] == "r")
 
     def stop(self):
         if self.process.poll() is None:
@@ -607,7 +625,7 @@ def scenarios(quick):
                  "parallel-downloads", "http", "/p/", "MiB/s", everyone, count=parallel, concurrency=parallel,
                  expect_bytes=64 * MIB),
         Scenario("s8-tls-connections", "8", "new TLS conns", f"{tls_count:,} GETs of 1 KiB, each on a new TLS connection, 8 at once",
-                 "tls-connections", "https", "/1k.bin", "conn/s",
+                 "tls-connections", "https", "/fresh/1k.bin", "conn/s",
                  ["transfer", "transfer-pinned", "transfer-cli", "curl", "urlsession", "ahc"], count=tls_count,
                  concurrency=8, expect_bytes=1024),
         Scenario("s9-segmented", "9", "segmented", "64 MiB from a rate-limited server (per connection), 8 segments",
@@ -672,6 +690,16 @@ def verify_outputs(client, scenario, env, result):
         if length < env.upload_size:
             result["errors"] = 1
             result["note"] = f"the server read {length} bytes, expected at least {env.upload_size}"
+    elif scenario.mode == "tls-connections":
+        deadline = time.monotonic() + 2
+        logged, connections, resumed = env.nginx.fresh_connections()
+        while logged < scenario.count and time.monotonic() < deadline:
+            time.sleep(0.01)
+            logged, connections, resumed = env.nginx.fresh_connections()
+        if connections != scenario.count or resumed:
+            result["errors"] = result.get("errors", 0) + 1
+            result["note"] = (f"the server saw {logged} requests on {connections} connections "
+                              f"({resumed} resumed TLS sessions); expected {scenario.count} new connections")
     if scenario.mode in ("many", "tls-connections") and not isinstance(client, WrkClient) \
             and result.get("requests") != scenario.count:
         result["errors"] = result.get("errors", 0) + abs(scenario.count - result.get("requests", 0))
@@ -680,8 +708,9 @@ def verify_outputs(client, scenario, env, result):
 
 def run_once(client, scenario, env, cpus, timeout, launcher):
     env.reset_outputs()
-    if os.path.exists(env.nginx.upload_log):
-        open(env.nginx.upload_log, "w").close()
+    for server_log in (env.nginx.upload_log, env.nginx.fresh_log):
+        if os.path.exists(server_log):
+            open(server_log, "w").close()
     command = client.command(scenario, env)
     stdout_path, stderr_path = f"{env.work}/client.out", f"{env.work}/client.err"
     measure_path = f"{env.work}/client.rusage"
@@ -777,15 +806,75 @@ def transfer_ratio(rows, peer, transfer_name="transfer"):
     return t[0] / p[0]
 
 
+def median_of(rows, client, field):
+    stat = rows.get(client, {}).get(field)
+    return stat[0] if stat else None
+
+
+def target_checks(summary):
+    """The issue's targets, checked against the medians: (scenario, target, measured, verdict)."""
+    checks = []
+
+    def ratio(key, peer, minimum, what):
+        rows = summary.get(key)
+        if rows is None:
+            return
+        r = transfer_ratio(rows, peer)
+        label = {"curl": "curl", "ahc": "AsyncHTTPClient"}[peer]
+        checks.append((key, f"{what} ≥ {minimum:g}x {label}", f"{r:.2f}x" if r else "no numbers",
+                       None if r is None else r >= minimum))
+
+    def cpu_at_most_curl(key, unit):
+        rows = summary.get(key)
+        if rows is None:
+            return
+        t, c = median_of(rows, "transfer", "cpu_per_unit"), median_of(rows, "curl", "cpu_per_unit")
+        measured = f"{t:.2f} vs curl {c:.2f} s {unit}" if t is not None and c is not None else "no numbers"
+        checks.append((key, f"CPU {unit} ≤ curl's", measured, None if t is None or c is None else t <= c))
+
+    def rss_under(key, limit):
+        rows = summary.get(key)
+        if rows is None:
+            return
+        t = median_of(rows, "transfer", "rss")
+        checks.append((key, f"peak RSS < {limit} MiB", f"{t:.1f} MiB" if t is not None else "no numbers",
+                       None if t is None else t < limit))
+
+    for key in ("s1-download-1g-http", "s2-download-1g-https"):
+        ratio(key, "curl", 1.0, "throughput")
+        cpu_at_most_curl(key, "per GiB")
+        rss_under(key, 32)
+    for key in ("s3-get-1k-c64", "s4-get-16k-c64"):
+        ratio(key, "curl", 1.25, "req/s")
+        ratio(key, "ahc", 2.0, "req/s")
+        cpu_at_most_curl(key, "per 10k requests")
+    ratio("s5-get-1k-c64-h2", "curl", 1.25, "req/s")
+    ratio("s5-get-1k-c64-h2", "ahc", 2.0, "req/s")
+    ratio("s6-upload-256m", "curl", 1.0, "throughput")
+    rss_under("s6-upload-256m", 32)
+    ratio("s8-tls-connections", "curl", 3.0, "new connections/s")
+    rows = summary.get("s8-tls-connections")
+    if rows is not None:
+        plain, pinned = median_of(rows, "transfer", "throughput"), median_of(rows, "transfer-pinned", "throughput")
+        cost = 1 - pinned / plain if plain and pinned else None
+        checks.append(("s8-tls-connections", "a pinning policy costs < 5 %",
+                       f"{cost * 100:.1f} %" if cost is not None else "no numbers",
+                       None if cost is None else cost < 0.05))
+    return checks
+
+
 def write_markdown(path, machine, cpus, args, all_scenarios, summary, clients_by_name, runs):
     lines = []
     lines.append("# Transfer benchmarks: latest run\n")
     lines.append(f"Run with `Benchmarks/run.sh{' --quick' if args.quick else ''}` on {machine['date']}"
                  f" ({runs} measured runs per client after one warm-up run, clients alternated A B C … A B C …).\n")
     lines.append("| machine | |\n| --- | --- |")
-    for key in ("cpu", "cores", "memory", "kernel", "curl", "nginx", "wrk", "swift", "files", "load"):
+    for key in ("cpu", "cores", "memory", "kernel", "curl", "nginx", "wrk", "swift", "files", "load", "idle"):
         lines.append(f"| {key} | {machine.get(key, 'not recorded')} |")
     lines.append(f"| placement | {cpus.describe()} |")
+    lines.append("")
+    lines.append("`idle` is the peak RSS of each client binary that only starts, parses its arguments and exits:"
+                 " the floor under every RSS figure below (the Swift runtime and Foundation for the Swift clients).")
     lines.append("")
     lines.append("Throughput is bytes or requests divided by the client's own measured wall time (the Swift and C"
                  " clients time their work; curl, the `transfer` command, wrk and h2load are timed as a whole process)."
@@ -795,6 +884,16 @@ def write_markdown(path, machine, cpus, args, all_scenarios, summary, clients_by
                  " (status 200, body sizes, file sizes on disk, bytes the upload sink read); a failed run is not"
                  " counted and is listed under the table.\n")
     lines.append("![Transfer / peer throughput ratios](latest.svg)\n")
+    checks = target_checks(summary)
+    if checks:
+        numbers = {s.key: s.number for s in all_scenarios}
+        lines.append("## Targets (issue 8)\n")
+        lines.append("| scenario | target | measured (medians) | |")
+        lines.append("| --- | --- | --- | --- |")
+        for key, target, measured, verdict in checks:
+            mark = "met" if verdict else ("**missed**" if verdict is False else "not measured")
+            lines.append(f"| {numbers.get(key, key)} | {target} | {measured} | {mark} |")
+        lines.append("")
     for scenario in all_scenarios:
         rows = summary.get(scenario.key, {})
         if not rows:
@@ -1101,6 +1200,20 @@ def main():
         selected = [s for s in all_scenarios if s.number in wanted or s.key in wanted]
     else:
         selected = all_scenarios
+
+    # What each client binary costs before it does anything: start, parse arguments, exit.
+    idle = {}
+    for client in clients:
+        if isinstance(client, SwiftClient) and client.name != "transfer-pinned" and os.path.exists(client.binary):
+            measure_path = f"{work}/idle.rusage"
+            subprocess.run([launcher, measure_path, "-1", "30", "--", client.binary, "--scenario", "many", "--url",
+                            "http://127.0.0.1:9/", "--check"], capture_output=True)
+            try:
+                with open(measure_path) as f:
+                    idle[client.label] = json.load(f)["maxrss_kib"] / 1024
+            except (OSError, ValueError, KeyError):
+                pass
+    machine["idle"] = ", ".join(f"{label} {mib:.1f} MiB" for label, mib in idle.items()) or "not measured"
 
     results, skipped = [], {}
     started = time.monotonic()
