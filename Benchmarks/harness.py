@@ -13,10 +13,12 @@ the tools and builds the clients first.
 import argparse
 import atexit
 import base64
+import copy
 import csv
 import datetime
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -771,6 +773,8 @@ def work_units(scenario, result):
     """Amount of work: GiB moved, or 10k requests."""
     if scenario.unit == "MiB/s":
         return result.get("bytes", 0) / GIB
+    if scenario.unit == "conn/s":
+        return result.get("requests", 0) / 1000
     return result.get("requests", 0) / 10000
 
 
@@ -898,7 +902,7 @@ def write_markdown(path, machine, cpus, args, all_scenarios, summary, clients_by
         rows = summary.get(scenario.key, {})
         if not rows:
             continue
-        per = "CPU s / GiB" if scenario.unit == "MiB/s" else "CPU s / 10k req"
+        per = {"MiB/s": "CPU s / GiB", "conn/s": "CPU ms / connection"}.get(scenario.unit, "CPU s / 10k req")
         lines.append(f"## {scenario.number}. {scenario.title}\n")
         lines.append(f"| client | {scenario.unit} | CPU s | {per} | peak RSS MiB | HTTP | Transfer / client | runs ok |")
         lines.append("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
@@ -960,11 +964,13 @@ COLORS = {"Transfer": "#4e79a7", "curl": "#f28e2b", "URLSession": "#59a14f", "As
           "transfer CLI": "#9c755f", "Transfer + pinning": "#2f4b7c"}
 
 
-def bar_panel(title, subtitle, groups, series, y, width, reference=1.0, empty_note=""):
-    """One panel of grouped bars: groups = [(label, {series: value})]; returns (svg parts, height)."""
+def bar_panel(title, subtitle, groups, series, y, width, empty_note=""):
+    """One panel of grouped bars on a log2 scale, each bar drawn from the 1x line to its value.
+
+    groups = [(label, {series label: ratio})]; returns (svg parts, height)."""
     parts = []
-    height = 330
-    left, right, top, bottom = 70, 20, 58, 70
+    height = 360
+    left, right, top, bottom = 70, 20, 58, 86
     plot_w, plot_h = width - left - right, height - top - bottom
     values = [v for _, vals in groups for v in vals.values() if v]
     parts.append(f'<text x="{left}" y="{y + 22}" font-size="17" font-weight="bold">{svg_escape(title)}</text>')
@@ -973,51 +979,54 @@ def bar_panel(title, subtitle, groups, series, y, width, reference=1.0, empty_no
         parts.append(f'<text x="{left + plot_w / 2}" y="{y + 75}" font-size="15" text-anchor="middle" '
                      f'fill="#888">no numbers yet: {svg_escape(empty_note)}</text>')
         return parts, 100
-    top_value = max(max(values) * 1.15, reference * 1.2)
-    # Nice grid step.
-    step = 10 ** int(f"{top_value / 5:e}".split("e")[1])
-    for multiple in (1, 2, 2.5, 5, 10):
-        if top_value / (step * multiple) <= 6:
-            step *= multiple
-            break
-    y0 = y + top + plot_h
-    value = 0.0
-    while value <= top_value + 1e-9:
-        gy = y0 - value / top_value * plot_h
-        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{gy:.1f}" y2="{gy:.1f}" stroke="#e3e3e3"/>')
+    low = math.floor(math.log2(min(min(values), 1.0) * 0.9))
+    high = math.ceil(math.log2(max(max(values), 1.0) * 1.1))
+    low, high = min(low, -1), max(high, 1)
+
+    def ypos(value):
+        return y + top + plot_h - (math.log2(value) - low) / (high - low) * plot_h
+
+    for exponent in range(low, high + 1):
+        gy = ypos(2.0 ** exponent)
+        label = f"{2.0 ** exponent:g}x"
+        stroke = "#333" if exponent == 0 else "#e3e3e3"
+        dash = ' stroke-dasharray="5,4"' if exponent == 0 else ""
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{gy:.1f}" y2="{gy:.1f}" stroke="{stroke}"{dash}/>')
         parts.append(f'<text x="{left - 6}" y="{gy + 4:.1f}" font-size="11" text-anchor="end" fill="#555">'
-                     f'{value:g}x</text>')
-        value += step
-    ry = y0 - reference / top_value * plot_h
-    parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{ry:.1f}" y2="{ry:.1f}" stroke="#333" '
-                 f'stroke-dasharray="5,4"/>')
-    parts.append(f'<text x="{left + plot_w - 2}" y="{ry - 4:.1f}" font-size="11" text-anchor="end" fill="#333">'
-                 f'{reference:g}x</text>')
+                     f'{label}</text>')
+    base = ypos(1.0)
+    y0 = y + top + plot_h
     group_w = plot_w / max(1, len(groups))
     bar_w = min(26, (group_w - 14) / max(1, len(series)))
     for gi, (label, vals) in enumerate(groups):
         gx = left + gi * group_w
-        present = [s for s in series if vals.get(s)]
+        present = [name for name in series if vals.get(name)]
         start = gx + (group_w - bar_w * len(present)) / 2
         for si, name in enumerate(present):
             v = vals[name]
-            h = v / top_value * plot_h
+            top_y, bottom_y = sorted((ypos(v), base))
             color = COLORS.get(name, "#999")
             bx = start + si * bar_w
-            parts.append(f'<rect x="{bx:.1f}" y="{y0 - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" '
-                         f'fill="{color}"><title>{svg_escape(name)}: {v:.2f}x</title></rect>')
+            parts.append(f'<rect x="{bx:.1f}" y="{top_y:.1f}" width="{bar_w - 2:.1f}" '
+                         f'height="{max(bottom_y - top_y, 1):.1f}" fill="{color}"><title>{svg_escape(name)}: '
+                         f'{v:.2f}x</title></rect>')
             if bar_w >= 16:
-                parts.append(f'<text x="{bx + (bar_w - 2) / 2:.1f}" y="{y0 - h - 3:.1f}" font-size="9" '
+                ty = top_y - 3 if v >= 1 else bottom_y + 10
+                parts.append(f'<text x="{bx + (bar_w - 2) / 2:.1f}" y="{ty:.1f}" font-size="9" '
                              f'text-anchor="middle">{v:.2f}</text>')
-        parts.append(f'<text x="{gx + group_w / 2:.1f}" y="{y0 + 16}" font-size="11" text-anchor="middle">'
-                     f'{svg_escape(label)}</text>')
-    parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y0}" y2="{y0}" stroke="#333"/>')
-    # Legend.
+        number, _, name = label.partition(". ")
+        parts.append(f'<text x="{gx + group_w / 2:.1f}" y="{y0 + 16}" font-size="12" font-weight="bold" '
+                     f'text-anchor="middle">{svg_escape(number)}</text>')
+        parts.append(f'<text x="{gx + group_w / 2:.1f}" y="{y0 + 30}" font-size="10" text-anchor="middle">'
+                     f'{svg_escape(name)}</text>')
+        if gi > 0:
+            parts.append(f'<line x1="{gx:.1f}" x2="{gx:.1f}" y1="{y + top}" y2="{y0}" stroke="#f2f2f2"/>')
+    parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y0}" y2="{y0}" stroke="#999"/>')
     lx = left
-    for name in [s for s in series if any(vals.get(s) for _, vals in groups)]:
+    for name in [n for n in series if any(vals.get(n) for _, vals in groups)]:
         color = COLORS.get(name, "#999")
-        parts.append(f'<rect x="{lx}" y="{y0 + 32}" width="12" height="12" fill="{color}"/>')
-        parts.append(f'<text x="{lx + 16}" y="{y0 + 42}" font-size="12">{svg_escape(name)}</text>')
+        parts.append(f'<rect x="{lx}" y="{y0 + 46}" width="12" height="12" fill="{color}"/>')
+        parts.append(f'<text x="{lx + 16}" y="{y0 + 56}" font-size="12">{svg_escape(name)}</text>')
         lx += 24 + 7.5 * len(name)
     return parts, height
 
@@ -1044,10 +1053,11 @@ def write_svg(path, all_scenarios, summary, clients_by_name, machine):
     labels = [clients_by_name[p].label for p in peers]
     rel_labels = [clients_by_name[p].label for p in relative_series]
     parts1, h1 = bar_panel("Transfer / peer, median throughput (higher is better for Transfer)",
-                           "Each bar: Transfer's median throughput divided by the peer's, per scenario.",
+                           "Each bar: Transfer's median throughput divided by the peer's. Log scale; above the dashed 1x line Transfer is faster.",
                            ratio_groups, labels, 0, width, empty_note="no Transfer runs in this report")
+    # (log scale: bars grow up from 1x when Transfer is faster, down when it is slower)
     parts2, h2 = bar_panel("Every client relative to curl, median throughput",
-                           "Each bar: the client's median throughput divided by curl's, per scenario.",
+                           "Each bar: the client's median throughput divided by curl's. Log scale; above the dashed 1x line: faster than curl.",
                            relative_groups, rel_labels, h1, width)
     footer_y = h1 + h2 + 10
     wrapped, line = [], ""
@@ -1074,6 +1084,84 @@ def write_svg(path, all_scenarios, summary, clients_by_name, machine):
 # Main
 
 
+def profile_scenario(scenario, nginx, quick):
+    """A smaller copy of `scenario` for callgrind (which runs a program about 50x slower)."""
+    small = copy.copy(scenario)
+    small.key = scenario.key + "-profile"
+    if scenario.mode in ("download", "download-discard"):
+        small.path, small.expect_bytes = "/64m.bin", 64 * MIB
+    elif scenario.mode in ("many",):
+        small.count = 2000
+    elif scenario.mode == "tls-connections":
+        small.count = 100
+    elif scenario.mode == "parallel-downloads":
+        small.count = small.concurrency = 4
+    elif scenario.mode == "segmented":
+        return None
+    small.url = nginx.url(small.kind, small.path)
+    return small
+
+
+def run_profiles(selected, clients, env, results_dir, timeout):
+    """Runs Transfer and curl once under callgrind per scenario; returns rows for the report."""
+    rows = []
+    for scenario in selected:
+        small = profile_scenario(scenario, env.nginx, False)
+        if small is None:
+            continue
+        for client in clients:
+            if client.name not in ("transfer", "curl") or client.name not in scenario.clients:
+                continue
+            try:
+                client.prepare(small, env)
+            except (Skip, subprocess.SubprocessError, OSError):
+                continue
+            env.reset_outputs()
+            name = f"profile-{scenario.key}-{client.name}"
+            out = f"{env.work}/{name}.callgrind"
+            command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + client.command(small, env)
+            log(f"profiling {scenario.key} with {client.name} under callgrind")
+            try:
+                subprocess.run(command, capture_output=True, timeout=timeout)
+                annotated = subprocess.run(["callgrind_annotate", "--inclusive=no", out], capture_output=True,
+                                           text=True, timeout=300).stdout
+            except (subprocess.SubprocessError, OSError) as error:
+                log(f"  profile failed: {error}")
+                continue
+            total = re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", annotated) or \
+                re.search(r"([\d,]+)\s+PROGRAM TOTALS", annotated)
+            if not total:
+                continue
+            instructions = int(total.group(1).replace(",", ""))
+            with open(os.path.join(results_dir, f"{name}.txt"), "w") as f:
+                f.write(f"# callgrind, {client.label}, {small.title} (reduced: {small.count} x "
+                        f"{small.expect_bytes or env.upload_size} bytes)\n")
+                f.write("\n".join(annotated.splitlines()[:60]) + "\n")
+            if scenario.unit == "MiB/s":
+                moved = (small.expect_bytes or 0) * small.count if scenario.mode != "upload" else env.upload_size
+                per = (instructions / (moved / MIB), "instructions per MiB") if moved else (None, "")
+            else:
+                per = (instructions / small.count, "instructions per request")
+            rows.append((scenario, client.label, instructions, per, f"{name}.txt"))
+    env.reset_outputs()
+    return rows
+
+
+def write_profiles_markdown(path, rows):
+    if not rows:
+        return
+    lines = ["", "## Instruction counts (callgrind, reduced workloads)", "",
+             "One run each of Transfer and curl under `valgrind --tool=callgrind` (deterministic counts; downloads"
+             " of 64 MiB instead of 1 GiB, 2,000 requests, 100 connections, 4 parallel downloads). The files list"
+             " the functions with the most instructions.", "",
+             "| scenario | client | instructions | per unit | top functions |", "| --- | --- | ---: | ---: | --- |"]
+    for scenario, label, instructions, (per, unit), file in rows:
+        per_text = f"{per:,.0f} {unit}" if per else ""
+        lines.append(f"| {scenario.number} | {label} | {instructions:,} | {per_text} | [{file}]({file}) |")
+    with open(path, "a") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def redraw(args, runs):
     """Rebuilds the Markdown and the SVG from a CSV of runs (the machine is described as it is now)."""
     with open(args.from_csv) as f:
@@ -1092,6 +1180,7 @@ def redraw(args, runs):
     clients_by_name = {c.name: c for c in all_clients(args, "", None)}
     summary = build_summary(selected, results, {}, clients_by_name)
     machine = machine_description()
+    os.makedirs(args.results, exist_ok=True)
     write_markdown(os.path.join(args.results, "latest.md"), machine, Cpus(), args, selected, summary,
                    clients_by_name, runs)
     write_svg(os.path.join(args.results, "latest.svg"), selected, summary, clients_by_name, machine)
@@ -1129,6 +1218,8 @@ def main():
                         help="keep test files and downloads in the temp dir on disk even when /dev/shm has room")
     parser.add_argument("--rate-limit", default="32m", help="nginx limit_rate of /slow/ (bytes per second)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one client run may take")
+    parser.add_argument("--profile", action="store_true",
+                        help="also run Transfer and curl once per scenario under callgrind (reduced workloads)")
     parser.add_argument("--from-csv", help="only redraw latest.md and latest.svg from the runs of this CSV")
     args = parser.parse_args()
     runs = args.runs or (2 if args.quick else 5)
@@ -1255,6 +1346,15 @@ def main():
                    runs)
     write_csv(os.path.join(args.results, "latest.csv"), selected, results)
     write_svg(os.path.join(args.results, "latest.svg"), selected, summary, clients_by_name, machine)
+    for old in os.listdir(args.results):
+        if old.startswith("profile-") and old.endswith(".txt"):
+            os.remove(os.path.join(args.results, old))
+    if args.profile:
+        if shutil.which("valgrind") and shutil.which("callgrind_annotate"):
+            rows = run_profiles(selected, clients, env, args.results, args.timeout * 4)
+            write_profiles_markdown(os.path.join(args.results, "latest.md"), rows)
+        else:
+            log("--profile needs valgrind (apt-get install valgrind)")
     log(f"wrote {args.results}/latest.md, latest.csv, latest.svg")
     return 0
 

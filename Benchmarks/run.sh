@@ -15,9 +15,16 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 
+# Debian packages that are not commands: asked of dpkg.
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+if ! command -v swift >/dev/null; then
+    echo "run.sh: swift is not on PATH (Swift 6 toolchain needed)" >&2
+    exit 1
+fi
 need=()
 command -v nginx >/dev/null || need+=(nginx)
-[ -e /usr/lib/nginx/modules/ngx_http_echo_module.so ] || need+=(libnginx-mod-http-echo)
+have_pkg libnginx-mod-http-echo || need+=(libnginx-mod-http-echo)
 command -v curl >/dev/null || need+=(curl)
 command -v wrk >/dev/null || need+=(wrk)
 command -v h2load >/dev/null || need+=(nghttp2-client)
@@ -25,8 +32,8 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v python3 >/dev/null || need+=(python3)
 command -v cc >/dev/null || need+=(build-essential)
 command -v unshare >/dev/null || need+=(util-linux)
-[ -e /usr/include/curl/curl.h ] || need+=(libcurl4-openssl-dev)
-[ -e /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
+have_pkg libcurl4-openssl-dev || need+=(libcurl4-openssl-dev)
+have_pkg libssl-dev || need+=(libssl-dev)
 if [ ${#need[@]} -gt 0 ]; then
     echo "run.sh: installing ${need[*]}" >&2
     if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
