@@ -27,6 +27,7 @@ if [ "$quick" -eq 0 ]; then
     swift test --no-parallel --scratch-path .build-tsan --sanitize=thread 2>&1 | tee .build/test-tsan.log | tail -n 20
     grep -qE "Test run with .* passed" .build/test-tsan.log || { echo "tests under TSan failed" >&2; exit 1; }
     echo "== AddressSanitizer"
+    export LSAN_OPTIONS="suppressions=$(pwd)/scripts/lsan.supp:print_suppressions=0"
     swift test --no-parallel --scratch-path .build-asan --sanitize=address 2>&1 | tee .build/test-asan.log | tail -n 20
     grep -qE "Test run with .* passed" .build/test-asan.log || { echo "tests under ASan failed" >&2; exit 1; }
 fi

@@ -15,6 +15,7 @@
 #define CTI_DEFAULT_CONNECT_TIMEOUT_MS 30000
 #define CTI_DEFAULT_PROGRESS_MS 16
 #define CTI_FILE_READ_BLOCK (2u * 1024u * 1024u)
+#define CTI_EASY_POOL 256
 
 /* --- ct_sink.c --------------------------------------------------------- */
 
@@ -188,6 +189,8 @@ struct ct_loop {
   size_t bucket_count;
   int64_t transfer_count;
   uint64_t trust_generation;     /* bumped by each policy change */
+  CURL *easy_pool[CTI_EASY_POOL];  /* reset handles kept for reuse */
+  int easy_pool_count;
 
   uint64_t next_id;              /* atomic */
   int64_t active;                /* atomic: submitted, not finished */

@@ -124,12 +124,35 @@ static void apply_total_speed(struct ct_loop *loop)
   }
 }
 
+/* Easy handles are reused: curl_easy_reset keeps a handle's buffers,
+ * which saves an init, a cleanup and their allocations per transfer. */
+static CURL *easy_take(struct ct_loop *loop)
+{
+  if(loop->easy_pool_count > 0)
+    return loop->easy_pool[--loop->easy_pool_count];
+  return curl_easy_init();
+}
+
+static void easy_give_back(struct ct_loop *loop, CURL *easy)
+{
+  if(loop->easy_pool_count < CTI_EASY_POOL && !loop->stop) {
+    curl_easy_reset(easy);
+    loop->easy_pool[loop->easy_pool_count++] = easy;
+  }
+  else
+    curl_easy_cleanup(easy);
+}
+
 /* Take `t` out of curl and the table, report, free. Loop thread only. */
 static void retire(struct ct_loop *loop, struct cti_transfer *t)
 {
   if(t->added) {
     curl_multi_remove_handle(loop->multi, t->easy);
     t->added = 0;
+  }
+  if(t->easy) {
+    easy_give_back(loop, t->easy);
+    t->easy = NULL;
   }
   table_remove(loop, t);
   __atomic_sub_fetch(&loop->active, 1, __ATOMIC_RELAXED);
@@ -223,6 +246,12 @@ static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
 {
   CURLMcode mc;
   table_insert(loop, t);
+  t->easy = easy_take(loop);
+  if(!t->easy) {
+    cti_transfer_finish_code(t, CT_E_NO_MEMORY, "cannot create a transfer");
+    retire(loop, t);
+    return;
+  }
   if(cti_transfer_setup(t) != CT_OK) {
     cti_transfer_finish_code(t, CT_E_INVALID_REQUEST, "invalid request");
     retire(loop, t);
@@ -285,6 +314,8 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     if(c->a <= 0 || c->b <= 0) {
       /* Limits removed: give each transfer back its own setting. */
       for(t = loop->all; t; t = t->next) {
+        if(!t->easy)
+          continue;
         if(c->a <= 0)
           curl_easy_setopt(t->easy, CURLOPT_MAX_RECV_SPEED_LARGE,
                            (curl_off_t)t->spec.max_recv_speed);
@@ -513,6 +544,8 @@ static void loop_free(struct ct_loop *loop)
 {
   if(!loop)
     return;
+  while(loop->easy_pool_count > 0)
+    curl_easy_cleanup(loop->easy_pool[--loop->easy_pool_count]);
   if(loop->multi)
     curl_multi_cleanup(loop->multi);
   if(loop->share)

@@ -157,10 +157,7 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   counter_store(&t->counters->bytes_expected_to_send, t->body_length);
   counter_store(&t->counters->bytes_expected_to_receive, -1);
   t->submit_time = cti_now();
-
-  t->easy = curl_easy_init();
-  if(!t->easy)
-    goto nomem;
+  /* The easy handle comes from the loop's pool when the transfer starts. */
   *out = t;
   return CT_OK;
 nomem:
@@ -785,7 +782,8 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
     long redirects = 0;
     if(strstr(t->errbuf, "HTTP/0.9"))
       return CT_E_BAD_RESPONSE;
-    curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &redirects);
+    if(t->easy)
+      curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &redirects);
     if(redirects > 0 || t->status / 100 == 3)
       return CT_E_REDIRECT_REFUSED;   /* Location to ftp:, file:, ... */
     return CT_E_INVALID_REQUEST;
@@ -808,7 +806,7 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
     return;
   t->finished = 1;
   memset(&r, 0, sizeof(r));
-  if(t->added || t->add_time > 0)
+  if(t->easy && (t->added || t->add_time > 0))
     collect_metrics(t, &r.metrics);
   else
     r.metrics.queued = cti_now() - t->submit_time;
@@ -841,11 +839,13 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   if(t->sink.kind == CT_SINK_FILE)
     r.bytes_on_disk = t->sink.durable;
   r.resume_offset = t->resume_offset;
-  curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+  if(t->easy) {
+    curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+    if(curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &redirect) ==
+       CURLE_OK)
+      r.redirect_url = redirect;
+  }
   r.effective_url = url ? url : t->url;
-  if(curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &redirect) ==
-     CURLE_OK)
-    r.redirect_url = redirect;
   r.etag = t->etag;
   r.last_modified = t->last_modified;
   if(t->sink.kind == CT_SINK_FILE)

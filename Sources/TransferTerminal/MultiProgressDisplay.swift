@@ -37,7 +37,7 @@ public final class MultiProgressDisplay: Sendable {
     private let plainMode: PlainMode
     /// The shortest time between two frames.
     public let frameInterval: TimeInterval
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     /// Creates a display.
     ///

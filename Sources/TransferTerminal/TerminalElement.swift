@@ -42,9 +42,9 @@ final class BindingState<Display: Sendable>: Sendable {
         var onUpdate: (@Sendable () -> Void)?
     }
 
-    private let inner: Mutex<Inner>
+    private let inner: Protected<Inner>
 
-    init(_ display: Display) { inner = Mutex(Inner(display: display)) }
+    init(_ display: Display) { inner = Protected(Inner(display: display)) }
 
     var isBound: Bool { inner.withLock { $0.isBound } }
 

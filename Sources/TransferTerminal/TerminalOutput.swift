@@ -1,3 +1,4 @@
+import Transfer
 import Foundation
 import Synchronization
 
@@ -57,7 +58,7 @@ public struct FileDescriptorOutput: TerminalOutput {
 public final class TerminalBuffer: TerminalOutput {
     public let isTerminal: Bool
     public let columns: Int?
-    private let writes = Mutex<[String]>([])
+    private let writes = Protected<[String]>([])
 
     public init(isTerminal: Bool, columns: Int? = 80) {
         self.isTerminal = isTerminal

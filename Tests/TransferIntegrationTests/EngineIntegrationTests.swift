@@ -42,6 +42,19 @@ struct EngineIntegrationTests {
         }
     }
 
+    @Test("a discarded body is counted to the byte and never stored")
+    func discardCountsBytes() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+
+        let (bytes, response) = try await session.discard(for: Request(url: server.url("/bytes/5000000?seed=1")))
+
+        #expect(response.statusCode == 200)
+        #expect(bytes == 5_000_000)
+    }
+
     @Test("2,000 small GETs at 64 concurrent all come back right")
     func manySmallRequests() async throws {
         let nginx = try NginxFixture.shared()

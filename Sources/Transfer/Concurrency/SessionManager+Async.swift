@@ -19,6 +19,22 @@ extension SessionManager {
         }
     }
 
+    /// Sends `request` and counts the response body without storing it.
+    ///
+    /// - Returns: The number of body bytes received and the response.
+    public func discard(for request: Request) async throws(TransferError) -> (bytes: Int64, response: HTTPResponse) {
+        let task = discardingDataTask(with: request)
+        return try await run(task) { task, resume in
+            DataTask.Waiter { response, _, error in
+                resume(Result { () throws(TransferError) -> (bytes: Int64, response: HTTPResponse) in
+                    if let error { throw error }
+                    guard let response else { throw TransferError(.badResponse, "no response", url: request.url) }
+                    return (task.countOfBytesReceived, response)
+                })
+            }
+        }
+    }
+
     /// Uploads the file at `fileURL` (read in large blocks) and returns the response body.
     public func upload(for request: Request, fromFile fileURL: URL) async throws(TransferError) -> (Data, HTTPResponse) {
         var request = request

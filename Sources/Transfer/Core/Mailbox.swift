@@ -6,7 +6,7 @@ import Synchronization
 /// ends (``flush()``), waking the queue once instead of once per event.
 final class Mailbox: Sendable {
     private let queue: DispatchQueue
-    private let state = Mutex<State>(State())
+    private let state = Protected<State>(State())
 
     private struct State {
         var items: [@Sendable () -> Void] = []

@@ -18,7 +18,7 @@ public final class SessionManager: Sendable {
     let temporaryDirectory: URL
     /// Batches engine-thread events onto `delegateQueue`.
     let mailbox: Mailbox
-    private let state: Mutex<State>
+    private let state: Protected<State>
     private static let identifiers = Atomic<Int>(0)
 
     struct State {
@@ -45,7 +45,7 @@ public final class SessionManager: Sendable {
         mailbox = engine.mailbox
         temporaryDirectory = URL(fileURLWithPath: NSTemporaryDirectory())
             .appendingPathComponent("transfer-\(getpid())", isDirectory: true)
-        state = Mutex(State())
+        state = Protected(State())
         delegateQueue.setSpecific(key: queueKey, value: true)
     }
 
@@ -138,6 +138,19 @@ public final class SessionManager: Sendable {
     /// `dataTaskWithRequest:completionHandler:`; a trailing closure lands here).
     public func dataTask(with request: Request, completionHandler: @escaping DataTask.CompletionHandler) -> DataTask {
         dataTask(with: request, uploadProgress: nil, downloadProgress: nil, completionHandler: completionHandler)
+    }
+
+    /// A data task that counts the response body and stores none of it: the
+    /// completion gets `nil` data; ``TransferTask/countOfBytesReceived`` says
+    /// how much arrived. For benchmarks and health checks.
+    public func discardingDataTask(with request: Request,
+                                   downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+                                   completionHandler: DataTask.CompletionHandler? = nil) -> DataTask
+    {
+        let delegate = TaskDelegate(uploadProgress: nil, downloadProgress: downloadProgress)
+        let task = DataTask(session: self, identifier: nextIdentifier(), request: request, delegate: delegate,
+                            discardsBody: true, completionHandler: completionHandler)
+        return register(task)
     }
 
     /// An upload task whose body is read from `fileURL` in large blocks.
@@ -306,7 +319,11 @@ public final class SessionManager: Sendable {
     func forget(_ task: TransferTask) {
         let lastAfterInvalidation = state.withLock { state -> Bool in
             state.tasks.removeValue(forKey: task.taskIdentifier)
-            state.adopted.removeValue(forKey: ObjectIdentifier(task))
+            // A data task that became a download keeps routing its engine
+            // events to the download task until that one completes.
+            if task is DownloadTask {
+                state.adopted = state.adopted.filter { $0.value !== task }
+            }
             return state.invalidated && state.tasks.isEmpty && !state.invalidationNotified
         }
         if lastAfterInvalidation { notifyInvalidation() }
@@ -341,7 +358,7 @@ public final class SessionManager: Sendable {
             spec.header_count = lines.count
         }
         var flags: UInt32 = 0
-        if configuration.followRedirects && hooks.taskWillPerformHTTPRedirection == nil {
+        if configuration.followRedirects && !handlesRedirectsManually {
             flags |= UInt32(CT_FLAG_FOLLOW_REDIRECTS)
         }
         if request.method == .head { flags |= UInt32(CT_FLAG_NO_BODY) }
@@ -366,6 +383,38 @@ public final class SessionManager: Sendable {
     }
 
     // MARK: - Events from tasks (delegate queue unless noted)
+
+    /// Redirects go through Swift when someone may want to see or change them.
+    var handlesRedirectsManually: Bool {
+        state.withLock { configuration.followRedirects && ($0.hooks.taskWillPerformHTTPRedirection != nil || $0.delegate != nil) }
+    }
+
+    /// 401 challenges go to a hook or the delegate when one is set.
+    var handlesChallenges: Bool {
+        state.withLock {
+            $0.hooks.taskDidReceiveChallenge != nil || $0.hooks.sessionDidReceiveChallenge != nil || $0.delegate != nil
+        }
+    }
+
+    /// The hook and the delegate, read once under the lock.
+    var observers: (hooks: SessionHooks, delegate: (any SessionDelegate)?) {
+        state.withLock { ($0.hooks, $0.delegate) }
+    }
+
+    func willPerformRedirection(task: TransferTask, response: HTTPResponse, newRequest: Request) -> Request? {
+        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        if let hook = hooks.taskWillPerformHTTPRedirection { return hook(self, task, response, newRequest) }
+        if let delegate { return delegate.session(self, task: task, willPerformRedirection: response, newRequest: newRequest) }
+        return newRequest
+    }
+
+    func didReceiveChallenge(task: TransferTask, challenge: AuthenticationChallenge) -> ChallengeDisposition {
+        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        if let hook = hooks.taskDidReceiveChallenge { return hook(self, task, challenge) }
+        if let hook = hooks.sessionDidReceiveChallenge { return hook(self, challenge) }
+        if let delegate { return delegate.session(self, task: task, didReceive: challenge) }
+        return .performDefaultHandling
+    }
 
     /// Any thread: the task was just started.
     func taskDidResume(_ task: TransferTask) {}

@@ -45,7 +45,7 @@ public final class ManualActivityScheduler: ActivityScheduler {
         var entries: [Entry] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     public init() {}
 
@@ -151,8 +151,8 @@ public final class ActivityMonitor: Sendable {
     }
 
     private let scheduler: any ActivityScheduler
-    private let state: Mutex<State>
-    private let observations = Mutex<[ObservationToken]>([])
+    private let state: Protected<State>
+    private let observations = Protected<[ObservationToken]>([])
 
     /// Creates a monitor.
     ///
@@ -168,7 +168,7 @@ public final class ActivityMonitor: Sendable {
         observing center: NotificationCenter? = .default
     ) {
         self.scheduler = scheduler
-        self.state = Mutex(State(activationDelay: activationDelay, completionDelay: completionDelay))
+        self.state = Protected(State(activationDelay: activationDelay, completionDelay: completionDelay))
         if let center { observe(center) }
     }
 

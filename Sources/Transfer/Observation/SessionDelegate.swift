@@ -5,6 +5,10 @@ import Foundation
 /// nothing (or the default disposition). Called on the manager's
 /// `delegateQueue`, after the matching ``SessionHooks`` closure.
 public protocol SessionDelegate: AnyObject, Sendable {
+    /// Whether data tasks should deliver body chunks to
+    /// `session(_:dataTask:didReceive:)` (default false: bodies stay in C
+    /// until completion).
+    var wantsDataChunks: Bool { get }
     func session(_ session: SessionManager, didBecomeInvalidWithError error: TransferError?)
     func session(_ session: SessionManager, task: TransferTask, didCompleteWithError error: TransferError?)
     func session(_ session: SessionManager, task: TransferTask, didFinishCollecting metrics: TaskMetrics)
@@ -25,6 +29,7 @@ public protocol SessionDelegate: AnyObject, Sendable {
 }
 
 extension SessionDelegate {
+    public var wantsDataChunks: Bool { false }
     public func session(_ session: SessionManager, didBecomeInvalidWithError error: TransferError?) {}
     public func session(_ session: SessionManager, task: TransferTask, didCompleteWithError error: TransferError?) {}
     public func session(_ session: SessionManager, task: TransferTask, didFinishCollecting metrics: TaskMetrics) {}

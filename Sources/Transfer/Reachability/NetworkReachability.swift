@@ -55,7 +55,7 @@ public final class NetworkReachability: Sendable {
 
     private let queue: DispatchQueue
     private let notificationCenter: NotificationCenter
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     private struct State {
         var status: ReachabilityStatus = .unknown

@@ -6,27 +6,32 @@ import Synchronization
 /// once at completion), or streamed in chunks when the session's
 /// `dataTaskDidReceiveData` hook is set.
 public class DataTask: TransferTask, @unchecked Sendable {
-    // @unchecked Sendable: as TransferTask; `chunks` is guarded by its Mutex.
+    // @unchecked Sendable: as TransferTask; `chunks` is guarded by its Protected lock.
     public typealias CompletionHandler = @Sendable (HTTPResponse?, Data?, TransferError?) -> Void
 
     let completionHandler: CompletionHandler?
-    private let chunks = Mutex<Data?>(nil)
+    private let chunks = Protected<Data?>(nil)
     private let streaming: Bool
+    /// Count the body, store nothing (benchmarks, `transfer --discard`).
+    let discardsBody: Bool
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
-         completionHandler: CompletionHandler?)
+         discardsBody: Bool = false, completionHandler: CompletionHandler?)
     {
         self.completionHandler = completionHandler
-        self.streaming = session.hooks.dataTaskDidReceiveData != nil
+        self.discardsBody = discardsBody
+        let observers = session.observers
+        self.streaming = observers.hooks.dataTaskDidReceiveData != nil || observers.delegate?.wantsDataChunks == true
         super.init(session: session, identifier: identifier, request: request, delegate: delegate)
     }
 
     override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
-        spec.sink_kind = streaming ? CT_SINK_STREAM : CT_SINK_MEMORY
+        spec.sink_kind = discardsBody ? CT_SINK_DISCARD : streaming ? CT_SINK_STREAM : CT_SINK_MEMORY
     }
 
     override func wantsDisposition() -> Bool {
-        session.hooks.dataTaskDidReceiveResponse != nil
+        let (hooks, delegate) = session.observers
+        return hooks.dataTaskDidReceiveResponse != nil || delegate != nil
     }
 
     override func needsResponseEvent() -> Bool { wantsDisposition() }
@@ -37,7 +42,9 @@ public class DataTask: TransferTask, @unchecked Sendable {
             events.onData = { [self] data in
                 chunks.withLock { $0 = ($0 ?? Data()) + data }
                 session.mailbox.post { [self] in
-                    session.hooks.dataTaskDidReceiveData?(session, self, data)
+                    let (hooks, delegate) = session.observers
+                    hooks.dataTaskDidReceiveData?(session, self, data)
+                    if delegate?.wantsDataChunks == true { delegate?.session(session, dataTask: self, didReceive: data) }
                 }
             }
         }
@@ -45,9 +52,17 @@ public class DataTask: TransferTask, @unchecked Sendable {
     }
 
     override func didReceiveResponse(_ response: HTTPResponse) {
-        guard let hook = session.hooks.dataTaskDidReceiveResponse else { return }
+        let (hooks, delegate) = session.observers
         let id = core.withLock { $0.engineID }
-        switch hook(session, self, response) {
+        let disposition: ResponseDisposition
+        if let hook = hooks.dataTaskDidReceiveResponse {
+            disposition = hook(session, self, response)
+        } else if let delegate {
+            disposition = delegate.session(session, dataTask: self, didReceive: response)
+        } else {
+            disposition = .allow
+        }
+        switch disposition {
         case .allow:
             session.engine.setDisposition(id, CT_DISPOSITION_ALLOW)
         case .cancel:
@@ -63,7 +78,9 @@ public class DataTask: TransferTask, @unchecked Sendable {
         let download = session.makeAdoptedDownloadTask(from: self, response: response)
         core.withLock { $0.finished = true; $0.state = .completed }
         session.forget(self)
-        session.hooks.dataTaskDidBecomeDownloadTask?(session, self, download)
+        let (hooks, delegate) = session.observers
+        hooks.dataTaskDidBecomeDownloadTask?(session, self, download)
+        delegate?.session(session, dataTask: self, didBecome: download)
         session.engine.setDisposition(engineID, CT_DISPOSITION_BECOME_FILE, path: download.temporaryPath)
     }
 
@@ -91,6 +108,10 @@ public class DataTask: TransferTask, @unchecked Sendable {
         }
         resultData = body
         complete(error: error, outcome: outcome)
+    }
+
+    override func discardHopResult() {
+        chunks.withLock { $0 = nil }
     }
 
     /// The body, kept between complete(with:) and the completion call.

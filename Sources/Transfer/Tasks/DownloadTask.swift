@@ -6,7 +6,7 @@ import Synchronization
 /// enters Swift. The file is written to a part file and moved into place
 /// atomically on success; on failure nothing is left at the destination.
 public final class DownloadTask: TransferTask, @unchecked Sendable {
-    // @unchecked Sendable: as TransferTask; `location` is guarded by its Mutex.
+    // @unchecked Sendable: as TransferTask; `location` is guarded by its Protected lock.
     public typealias Destination = @Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL
     public typealias CompletionHandler = @Sendable (HTTPResponse?, URL?, TransferError?) -> Void
 
@@ -17,7 +17,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     let resume: ResumeData?
     /// Where the engine writes when the destination is only known at the end.
     let temporaryPath: String
-    private let location = Mutex<URL?>(nil)
+    private let location = Protected<URL?>(nil)
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
          fixedDestination: URL?, destination: Destination?, resume: ResumeData?,
@@ -54,28 +54,40 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
 
     override func needsResponseEvent() -> Bool { resume != nil }
 
+    /// An intermediate hop (redirect, 401) was written like a body: remove it.
+    override func discardHopResult() {
+        if let fixedDestination, resume == nil {
+            try? FileManager.default.removeItem(at: fixedDestination)
+        }
+    }
+
     override func didReceiveResponse(_ response: HTTPResponse) {
-        guard let resume, let hook = session.hooks.downloadTaskDidResume else { return }
+        guard let resume else { return }
         // A 206 continues at the offset; anything else restarted from zero.
         let offset: Int64 = response.statusCode == 206 ? resume.bytesOnDisk : 0
-        hook(session, self, offset, countOfBytesExpectedToReceive)
+        let (hooks, delegate) = session.observers
+        hooks.downloadTaskDidResume?(session, self, offset, countOfBytesExpectedToReceive)
+        delegate?.session(session, downloadTask: self, didResumeAtOffset: offset,
+                          expectedTotalBytes: countOfBytesExpectedToReceive)
     }
 
     override func deliverProgress() {
         super.deliverProgress()
-        if let hook = session.hooks.downloadTaskDidWriteData {
-            let written = countOfBytesReceived
-            let last = lastReported.withLock { last -> Int64 in
-                defer { last = written }
-                return last
-            }
-            if written > last {
-                hook(session, self, written - last, written, countOfBytesExpectedToReceive)
-            }
+        let (hooks, delegate) = session.observers
+        guard hooks.downloadTaskDidWriteData != nil || delegate != nil else { return }
+        let written = countOfBytesReceived
+        let last = lastReported.withLock { last -> Int64 in
+            defer { last = written }
+            return last
+        }
+        if written > last {
+            hooks.downloadTaskDidWriteData?(session, self, written - last, written, countOfBytesExpectedToReceive)
+            delegate?.session(session, downloadTask: self, didWriteData: written - last, totalBytesWritten: written,
+                              totalBytesExpectedToWrite: countOfBytesExpectedToReceive)
         }
     }
 
-    private let lastReported = Mutex<Int64>(0)
+    private let lastReported = Protected<Int64>(0)
 
     override func engineDidProgress(_ snapshot: ProgressSnapshot) {
         super.engineDidProgress(snapshot)
@@ -120,7 +132,9 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     private func placeFile(at temporary: URL) throws(TransferError) -> URL? {
         guard let response else { return temporary }
         var target: URL?
-        if let hook = session.hooks.downloadTaskDidFinishDownloading {
+        let (hooks, delegate) = session.observers
+        delegate?.session(session, downloadTask: self, didFinishDownloadingTo: temporary)
+        if let hook = hooks.downloadTaskDidFinishDownloading {
             target = hook(session, self, temporary)
         }
         if target == nil, let destination {

@@ -8,7 +8,7 @@ import Synchronization
 final class TaskDelegate: Sendable {
     let uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
     let downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
-    private let progressObjects = Mutex<ProgressPair?>(nil)
+    private let progressObjects = Protected<ProgressPair?>(nil)
     private let listening: Atomic<Bool>
 
     init(uploadProgress: (@Sendable (TransferProgress) -> Void)?,

@@ -10,7 +10,7 @@ import Synchronization
 /// reflected in ``state``, in the notifications, and in observers, in order
 /// and exactly once.
 public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible, @unchecked Sendable {
-    // @unchecked Sendable: every mutable field lives in `core` (a Mutex); the
+    // @unchecked Sendable: every mutable field lives in `core` (a Protected lock); the
     // rest is immutable, and `counters` is written by the engine thread with
     // atomics and read here through ct_counters_* (atomic loads).
 
@@ -18,7 +18,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     public let originalRequest: Request
     let session: SessionManager
     let counters: UnsafeMutablePointer<ct_counters>
-    let core: Mutex<Core>
+    let core: Protected<Core>
     let delegate: TaskDelegate
 
     struct Core {
@@ -43,6 +43,11 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         var resumeDataHandler: (@Sendable (Data?) -> Void)?
         var waiter: (any TaskWaiter)?
         var waiterFired = false
+        var redirects = 0
+        var challenges = 0
+        var credential: Credential?
+        var lastDelivered: (upload: TransferProgress, download: TransferProgress)?
+        var lastSent: Int64 = 0
     }
 
     struct ProgressObserver {
@@ -69,7 +74,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         counters = block!
         var initial = Core()
         initial.currentRequest = request
-        core = Mutex(initial)
+        core = Protected(initial)
     }
 
     deinit {
@@ -195,13 +200,20 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     private func start() {
         session.taskDidResume(self)
-        let request = originalRequest
+        submit(originalRequest, credential: nil)
+    }
+
+    /// Hands `request` to the engine (first hop, or a redirect/auth follow-up).
+    private func submit(_ request: Request, credential: Credential?) {
         let strings = CStrings()
         defer { strings.free() }
         var spec = ct_transfer_spec()
         ct_transfer_spec_init(&spec)
         do throws(TransferError) {
             try session.fillSpec(&spec, for: request, strings: strings)
+            if let credential {
+                spec.user_password = UnsafePointer(strings.make("\(credential.user):\(credential.password)"))
+            }
             spec.counters = counters
             if wantsDisposition() { spec.flags |= UInt32(CT_FLAG_AWAIT_DISPOSITION) }
             try configure(&spec, strings: strings)
@@ -276,14 +288,38 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         }
     }
 
-    /// On the delegate queue: hands the latest snapshots to listeners.
+    /// On the delegate queue: hands the latest snapshots to listeners,
+    /// only what changed since the last delivery.
     func deliverProgress() {
-        let (upload, download, observers) = core.withLock { core in
+        let delivery = core.withLock { core -> (TransferProgress, TransferProgress, [ProgressObserver], Int64, Bool, Bool)? in
             core.progressDeliveryPending = false
-            return (core.upload, core.download, Array(core.progressObservers.values))
+            guard !core.finished else { return nil }
+            let previous = core.lastDelivered
+            core.lastDelivered = (core.upload, core.download)
+            let sentBefore = core.lastSent
+            core.lastSent = core.upload.completedUnitCount
+            return (core.upload, core.download, Array(core.progressObservers.values), sentBefore,
+                    previous?.upload != core.upload, previous?.download != core.download)
         }
+        guard let (upload, download, observers, sentBefore, uploadChanged, downloadChanged) = delivery else { return }
+        publish(upload: upload, download: download, observers: observers, uploadChanged: uploadChanged,
+                downloadChanged: downloadChanged)
+        if upload.completedUnitCount > sentBefore {
+            let (hooks, delegate) = session.observers
+            let delta = upload.completedUnitCount - sentBefore
+            hooks.taskDidSendBodyData?(session, self, delta, upload.completedUnitCount, countOfBytesExpectedToSend)
+            delegate?.session(session, task: self, didSendBodyData: delta, totalBytesSent: upload.completedUnitCount,
+                              totalBytesExpectedToSend: countOfBytesExpectedToSend)
+        }
+    }
+
+    private func publish(upload: TransferProgress, download: TransferProgress, observers: [ProgressObserver],
+                         uploadChanged: Bool, downloadChanged: Bool)
+    {
         delegate.progressDidChange(task: self, upload: upload, download: download)
         for observer in observers {
+            let changed = observer.direction == .upload ? uploadChanged : downloadChanged
+            guard changed else { continue }
             let value = observer.direction == .upload ? upload : download
             observer.queue.async { observer.handler(value) }
         }
@@ -291,9 +327,99 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     func engineDidFinish(_ outcome: Outcome) {
         session.mailbox.post { [self] in
-            complete(with: outcome)
+            if !followUp(after: outcome) { complete(with: outcome) }
         }
     }
+
+    // MARK: - Redirects and authentication handled in Swift
+
+    /// On the delegate queue: restarts the task when the hop ended in a
+    /// redirect the hook wants followed, or in a 401 the challenge handler
+    /// answers with a credential. Returns false when the task should complete.
+    func followUp(after outcome: Outcome) -> Bool {
+        guard outcome.succeeded, let response, state == .running || state == .suspended else { return false }
+        let status = response.statusCode
+        if (300..<400).contains(status), let location = outcome.redirectURL, session.handlesRedirectsManually {
+            return followRedirect(response: response, location: location)
+        }
+        if status == 401, session.handlesChallenges,
+            let scheme = response.headers["WWW-Authenticate"], scheme.lowercased().hasPrefix("basic")
+        {
+            return answerChallenge(response: response, header: scheme)
+        }
+        return false
+    }
+
+    private func followRedirect(response: HTTPResponse, location: String) -> Bool {
+        let current = currentRequest ?? originalRequest
+        let hops = core.withLock { core -> Int in
+            core.redirects += 1
+            return core.redirects
+        }
+        guard hops <= session.configuration.maxRedirects else {
+            complete(error: TransferError(.tooManyRedirects, "more than \(session.configuration.maxRedirects) redirects",
+                                          url: current.url), outcome: nil)
+            return true
+        }
+        guard let target = URL(string: location, relativeTo: current.url)?.absoluteURL,
+            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else {
+            complete(error: TransferError(.redirectRefused, "redirect to a non-HTTP location \(location.debugDescription)",
+                                          url: current.url), outcome: nil)
+            return true
+        }
+        var next = current
+        next.url = target
+        // 303, and 301/302 after a POST, continue as GET without a body (as browsers and curl do).
+        if response.statusCode == 303 || ((response.statusCode == 301 || response.statusCode == 302) && next.method == .post) {
+            if next.method != .head { next.method = .get }
+            next.body = nil
+            next.headers["Content-Length"] = nil
+            next.headers["Content-Type"] = nil
+        }
+        if target.host?.lowercased() != current.url.host?.lowercased() || target.port != current.url.port {
+            next.headers["Authorization"] = nil   // credentials never follow to another origin
+        }
+        guard let decided = session.willPerformRedirection(task: self, response: response, newRequest: next) else {
+            return false   // refused: the redirect response is the result, as with URLSession
+        }
+        core.withLock { $0.currentRequest = decided }
+        discardHopResult()
+        submit(decided, credential: core.withLock { $0.credential })
+        return true
+    }
+
+    private func answerChallenge(response: HTTPResponse, header: String) -> Bool {
+        let url = (currentRequest ?? originalRequest).url
+        let previous = core.withLock { core -> Int in
+            defer { core.challenges += 1 }
+            return core.challenges
+        }
+        guard previous < 5 else { return false }   // the server keeps refusing: give it the 401
+        var realm: String?
+        if let range = header.range(of: "realm=\"") {
+            realm = String(header[range.upperBound...].prefix { $0 != "\"" })
+        }
+        let challenge = AuthenticationChallenge(kind: .httpBasic(realm: realm), host: url.host ?? "",
+                                                port: url.port ?? (url.scheme == "https" ? 443 : 80),
+                                                previousFailureCount: previous, failureResponse: response,
+                                                serverTrust: nil)
+        switch session.didReceiveChallenge(task: self, challenge: challenge) {
+        case .useCredential(let credential):
+            core.withLock { $0.credential = credential }
+            discardHopResult()
+            submit(currentRequest ?? originalRequest, credential: credential)
+            return true
+        case .cancelAuthenticationChallenge:
+            complete(error: TransferError(.cancelled, "authentication challenge cancelled", url: url), outcome: nil)
+            return true
+        case .performDefaultHandling, .rejectProtectionSpace:
+            return false
+        }
+    }
+
+    /// Forgets what an intermediate hop produced before the next one starts.
+    func discardHopResult() {}
 
     /// Completes without the engine (cancelled before start, bad request).
     func finishLocally(_ error: TransferError) {
@@ -311,7 +437,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     func complete(error: TransferError?, outcome: Outcome?) {
         var error = error
         if var e = error, e.response == nil { e.response = response; error = e }
-        let finalSnapshot: (TransferProgress, TransferProgress, [ProgressObserver], [StateObserver])? =
+        let finalSnapshot: (TransferProgress, TransferProgress, [ProgressObserver], [StateObserver], Bool, Bool)? =
             core.withLock { core in
                 guard !core.finished else { return nil }
                 core.finished = true
@@ -327,18 +453,19 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                     core.download.totalUnitCount = max(core.download.totalUnitCount, core.download.completedUnitCount)
                     if core.upload.totalUnitCount < 0 { core.upload.totalUnitCount = core.upload.completedUnitCount }
                 }
+                let previous = core.lastDelivered
+                core.lastDelivered = (core.upload, core.download)
                 let result = (core.upload, core.download, Array(core.progressObservers.values),
-                              Array(core.stateObservers.values))
+                              Array(core.stateObservers.values), previous?.upload != core.upload,
+                              previous?.download != core.download)
                 core.progressObservers.removeAll()
                 core.stateObservers.removeAll()
                 return result
             }
-        guard let (upload, download, progressObservers, stateObservers) = finalSnapshot else { return }
-        delegate.progressDidChange(task: self, upload: upload, download: download)
-        for observer in progressObservers {
-            let value = observer.direction == .upload ? upload : download
-            observer.queue.async { observer.handler(value) }
-        }
+        guard let (upload, download, progressObservers, stateObservers, uploadChanged, downloadChanged) = finalSnapshot
+        else { return }
+        publish(upload: upload, download: download, observers: progressObservers, uploadChanged: uploadChanged,
+                downloadChanged: downloadChanged)
         for observer in stateObservers {
             observer.queue.async { observer.handler(.completed) }
         }

@@ -1,0 +1,71 @@
+import Foundation
+import Synchronization
+
+/// Encodes parameters as a JSON body with Content-Type `application/json`
+/// (AFNetworking's `AFJSONRequestSerializer`).
+///
+/// Methods in ``HTTPRequestSerializer/httpMethodsEncodingParametersInURI``
+/// still get a query string. With nil parameters no body and no Content-Type
+/// are set. Without ``JSONSerialization/WritingOptions/fragmentsAllowed`` the
+/// top level must be an array or an object, as `NSJSONSerialization` demands.
+open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
+    // @unchecked: `options` is a Protected lock; the superclass guards its own state.
+
+    private let options = Protected<JSONSerialization.WritingOptions>([])
+
+    public override init() { super.init() }
+
+    /// `.prettyPrinted`, `.sortedKeys`, `.withoutEscapingSlashes` and
+    /// `.fragmentsAllowed` are honoured (default none).
+    public var writingOptions: JSONSerialization.WritingOptions {
+        get { options.withLock { $0 } }
+        set { options.withLock { $0 = newValue } }
+    }
+
+    open override func request(bySerializing request: Request, parameters: JSONValue?) throws(TransferError)
+        -> Request
+    {
+        let configuration = configuration
+        if configuration.httpMethodsEncodingParametersInURI.contains(request.method) {
+            return try super.request(bySerializing: request, parameters: parameters)
+        }
+        var result = Self.addingDefaultHeaders(configuration.headers, to: request)
+        if let parameters {
+            if result.headers["Content-Type"] == nil { result.headers["Content-Type"] = "application/json" }
+            result.body = .data(try Self.encode(parameters, options: writingOptions, url: request.url))
+        }
+        try result.headers.validate()
+        return result
+    }
+
+    /// The JSON text of `value` with `options`.
+    ///
+    /// - Throws: ``TransferError/Code/invalidRequest`` for a top-level scalar
+    ///   without `.fragmentsAllowed`, or a non-finite number.
+    public static func encode(
+        _ value: JSONValue, options: JSONSerialization.WritingOptions = [], url: URL? = nil
+    ) throws(TransferError) -> Data {
+        switch value {
+        case .array, .object:
+            break
+        default:
+            guard options.contains(.fragmentsAllowed) else {
+                throw TransferError(
+                    .invalidRequest, "a JSON body must be an array or an object, not \(value.kindName)", url: url)
+            }
+        }
+        let encoder = JSONEncoder()
+        var formatting: JSONEncoder.OutputFormatting = []
+        if options.contains(.prettyPrinted) { formatting.insert(.prettyPrinted) }
+        if options.contains(.sortedKeys) { formatting.insert(.sortedKeys) }
+        if options.contains(.withoutEscapingSlashes) { formatting.insert(.withoutEscapingSlashes) }
+        encoder.outputFormatting = formatting
+        do {
+            return try encoder.encode(value)
+        } catch {
+            throw TransferError(
+                .invalidRequest, "the parameters are not valid JSON: \(error)", url: url,
+                underlying: error)
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Synchronization
+
+/// Encodes parameters as a property-list body with Content-Type
+/// `application/x-plist` (AFNetworking's `AFPropertyListRequestSerializer`).
+///
+/// Methods in ``HTTPRequestSerializer/httpMethodsEncodingParametersInURI``
+/// still get a query string. A property list has no null, so parameters
+/// containing ``JSONValue/null`` are refused.
+open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
+    // @unchecked: `formatState` is a Protected lock; the superclass guards its own state.
+
+    private let formatState: Protected<PropertyListSerialization.PropertyListFormat>
+
+    /// - Parameter format: `.xml` (the default) or `.binary`; OpenStep cannot be written.
+    public init(format: PropertyListSerialization.PropertyListFormat = .xml) {
+        formatState = Protected(format)
+        super.init()
+    }
+
+    public override convenience init() { self.init(format: .xml) }
+
+    public var format: PropertyListSerialization.PropertyListFormat {
+        get { formatState.withLock { $0 } }
+        set { formatState.withLock { $0 = newValue } }
+    }
+
+    open override func request(bySerializing request: Request, parameters: JSONValue?) throws(TransferError)
+        -> Request
+    {
+        let configuration = configuration
+        if configuration.httpMethodsEncodingParametersInURI.contains(request.method) {
+            return try super.request(bySerializing: request, parameters: parameters)
+        }
+        var result = Self.addingDefaultHeaders(configuration.headers, to: request)
+        if let parameters {
+            if result.headers["Content-Type"] == nil { result.headers["Content-Type"] = "application/x-plist" }
+            result.body = .data(try Self.encode(parameters, format: format, url: request.url))
+        }
+        try result.headers.validate()
+        return result
+    }
+
+    /// The property list of `value` in `format`.
+    ///
+    /// - Throws: ``TransferError/Code/invalidRequest`` when `value` contains a
+    ///   null or `format` is `.openStep`.
+    public static func encode(
+        _ value: JSONValue, format: PropertyListSerialization.PropertyListFormat, url: URL? = nil
+    ) throws(TransferError) -> Data {
+        if let path = nullPath(in: value, path: "") {
+            throw TransferError(.invalidRequest, "a property list cannot hold the null at \(path)", url: url)
+        }
+        let encoder = PropertyListEncoder()
+        switch format {
+        case .xml: encoder.outputFormat = .xml
+        case .binary: encoder.outputFormat = .binary
+        default:
+            throw TransferError(.invalidRequest, "property lists can be written as XML or binary only", url: url)
+        }
+        do {
+            return try encoder.encode(value)
+        } catch {
+            throw TransferError(
+                .invalidRequest, "the parameters are not a valid property list: \(error)",
+                url: url, underlying: error)
+        }
+    }
+
+    private static func nullPath(in value: JSONValue, path: String) -> String? {
+        switch value {
+        case .null:
+            return path.isEmpty ? "the top level" : path
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                if let found = nullPath(in: element, path: "\(path)[\(index)]") { return found }
+            }
+        case .object(let members):
+            for key in members.keys.sorted() {
+                if let member = members[key],
+                    let found = nullPath(in: member, path: path.isEmpty ? key : "\(path).\(key)")
+                {
+                    return found
+                }
+            }
+        default:
+            break
+        }
+        return nil
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+/// A property-list value: what ``PropertyListResponseSerializer`` returns.
+/// Unlike JSON, a property list has dates and raw data, and no null.
+public enum PropertyListValue: Sendable, Hashable {
+    case bool(Bool)
+    case int(Int)
+    case double(Double)
+    case string(String)
+    case date(Date)
+    case data(Data)
+    case array([PropertyListValue])
+    case dictionary([String: PropertyListValue])
+
+    public subscript(key: String) -> PropertyListValue? {
+        if case .dictionary(let members) = self { return members[key] }
+        return nil
+    }
+
+    public subscript(index: Int) -> PropertyListValue? {
+        if case .array(let elements) = self, elements.indices.contains(index) { return elements[index] }
+        return nil
+    }
+
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    public var intValue: Int? {
+        switch self {
+        case .int(let value): return value
+        case .double(let value): return Int(exactly: value)
+        default: return nil
+        }
+    }
+
+    public var doubleValue: Double? {
+        switch self {
+        case .int(let value): return Double(value)
+        case .double(let value): return value
+        default: return nil
+        }
+    }
+
+    public var dateValue: Date? {
+        if case .date(let value) = self { return value }
+        return nil
+    }
+
+    public var dataValue: Data? {
+        if case .data(let value) = self { return value }
+        return nil
+    }
+
+    public var arrayValue: [PropertyListValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+
+    public var dictionaryValue: [String: PropertyListValue]? {
+        if case .dictionary(let value) = self { return value }
+        return nil
+    }
+
+    /// Converts what `PropertyListSerialization` returns.
+    ///
+    /// - Throws: ``TransferError/Code/serializationFailed`` for any other type.
+    public init(any value: Any) throws(TransferError) {
+        if type(of: value) is NSNumber.Type, let number = value as? NSNumber {
+            switch String(cString: number.objCType) {
+            case "c", "B": self = .bool(number.boolValue)
+            case "f", "d": self = .double(number.doubleValue)
+            case "Q", "L", "I", "S":
+                let unsigned = number.uint64Value
+                self = Int(exactly: unsigned).map { .int($0) } ?? .double(Double(unsigned))
+            default: self = .int(number.intValue)
+            }
+            return
+        }
+        switch value {
+        case let value as Bool: self = .bool(value)
+        case let value as any BinaryInteger:
+            self = Int(exactly: value).map { .int($0) } ?? .double(Double(value))
+        case let value as any BinaryFloatingPoint: self = .double(Double(value))
+        case let value as String: self = .string(value)
+        case let value as Date: self = .date(value)
+        case let value as Data: self = .data(value)
+        case let value as [Any]:
+            var elements: [PropertyListValue] = []
+            elements.reserveCapacity(value.count)
+            for element in value { elements.append(try PropertyListValue(any: element)) }
+            self = .array(elements)
+        case let value as [String: Any]:
+            var members: [String: PropertyListValue] = [:]
+            members.reserveCapacity(value.count)
+            for (key, member) in value { members[key] = try PropertyListValue(any: member) }
+            self = .dictionary(members)
+        default:
+            throw TransferError(.serializationFailed, "a \(type(of: value)) is not a property-list value")
+        }
+    }
+}
+
+/// Validates and parses a property list (AFNetworking's
+/// `AFPropertyListResponseSerializer`), XML, binary or OpenStep.
+///
+/// - Acceptable content types: `application/x-plist`.
+/// - An empty body gives nil without error.
+/// - A parse failure throws ``TransferError/Code/serializationFailed``,
+///   chained under a status-code failure when there is one.
+public struct PropertyListResponseSerializer: ResponseSerializer {
+    public var acceptableStatusCodes = ResponseValidation.successStatusCodes
+    public var acceptableContentTypes: Set<String>? = ["application/x-plist"]
+    /// The format to expect; a body in another format is still parsed, as
+    /// `NSPropertyListSerialization` does.
+    public var format: PropertyListSerialization.PropertyListFormat
+
+    public init(format: PropertyListSerialization.PropertyListFormat = .xml) {
+        self.format = format
+    }
+
+    public func serialize(response: HTTPResponse?, data: Data?, error: TransferError?) throws(TransferError)
+        -> PropertyListValue?
+    {
+        let validationError = try preflight(response: response, data: data, error: error)
+        guard let data, !data.isEmpty else {
+            if let validationError { throw validationError }
+            return nil
+        }
+        let value: PropertyListValue
+        do {
+            var actualFormat = format
+            let object = try PropertyListSerialization.propertyList(from: data, options: [], format: &actualFormat)
+            value = try PropertyListValue(any: object)
+        } catch {
+            let parseError = ResponseValidation.serializationError(
+                "the body is not a valid property list", reason: error, response: response, data: data)
+            throw validationError.map { $0.chaining(parseError) } ?? parseError
+        }
+        if let validationError { throw validationError }
+        return value
+    }
+}
