@@ -1,6 +1,6 @@
 // bench-transfer: the common scenarios through the Transfer library's public
 // async API: data(for:), download(for:to:) (the body goes to disk in C),
-// upload(for:fromFile:).
+// discard(for:) (counted in C, not stored), upload(for:fromFile:).
 import BenchCommon
 import Foundation
 import Transfer
@@ -23,9 +23,6 @@ func download(_ session: SessionManager, _ url: URL, to path: String, expected: 
 
 await benchMain(client: "transfer") { options in
     switch options.scenario {
-    case .downloadDiscard:
-        return unsupported(client: "transfer", options: options,
-                           why: "the Swift API has no discarding sink yet (the engine has CT_SINK_DISCARD)")
     case .segmented:
         return unsupported(client: "transfer", options: options, why: "segmented downloads are not in the Swift API yet")
     default:
@@ -43,6 +40,14 @@ await benchMain(client: "transfer") { options in
         do {
             try await download(session, try options.target, to: try options.requireOutput(),
                                expected: options.expectBytes, tally: tally)
+        } catch {
+            tally.fail(error)
+        }
+    case .downloadDiscard:
+        do {
+            let (bytes, response) = try await session.discard(for: Request(url: try options.target))
+            tally.record(status: response.statusCode, bytes: bytes, expected: options.expectBytes,
+                         httpVersion: response.httpVersion)
         } catch {
             tally.fail(error)
         }
@@ -72,7 +77,7 @@ await benchMain(client: "transfer") { options in
             try await download(session, urls[index], to: try options.outputPath(index: index),
                                expected: options.expectBytes, tally: tally)
         }
-    case .downloadDiscard, .segmented:
+    case .segmented:
         break
     }
     let wall = monotonicSeconds() - start
