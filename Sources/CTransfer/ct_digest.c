@@ -1,6 +1,9 @@
 /*
  * ct_digest.c - streaming SHA-256 over OpenSSL EVP (see ct_digest.h).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  /* O_CLOEXEC and posix_fadvise under -std=c11 */
+#endif
 #include "ct_internal.h"
 #include "ct_digest.h"
 

@@ -1,7 +1,7 @@
 import CTransfer
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("ct_digest SHA-256")
 struct DigestTests {

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Runs a subprocess to completion and captures its output; for scripts and `curl` in tests.
 public enum Command {
     /// The outcome of a finished subprocess.
@@ -24,52 +28,69 @@ public enum Command {
         _ executable: String, _ arguments: [String], environment: [String: String] = [:],
         timeout: Duration = .seconds(120)
     ) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
+        let out = try Spawn.pipe()
+        let err: (read: Int32, write: Int32)
         do {
-            try process.run()
+            err = try Spawn.pipe()
         } catch {
-            throw TestSupportError("cannot run \(executable): \(error)")
+            close(out.read)
+            close(out.write)
+            throw error
         }
+        let pid: pid_t
+        do {
+            pid = try Spawn.start(
+                executable, arguments, environment: environment, stdout: .descriptor(out.write),
+                stderr: .descriptor(err.write))
+        } catch {
+            [out.read, out.write, err.read, err.write].forEach { close($0) }
+            throw error
+        }
+        close(out.write)
+        close(err.write)
+
         // Both pipes are drained on their own threads so a chatty child never blocks on a full
         // pipe, and a child that hangs still meets the timeout below.
         let collected = Locked<(out: Data, err: Data)>((Data(), Data()))
         let readers = DispatchGroup()
-        readers.enter()
-        Thread.detachNewThread {
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            collected.withLock { $0.out = data }
-            readers.leave()
+        for (fd, isOut) in [(out.read, true), (err.read, false)] {
+            readers.enter()
+            Thread.detachNewThread {
+                let data = readAll(fd)
+                close(fd)
+                collected.withLock { isOut ? ($0.out = data) : ($0.err = data) }
+                readers.leave()
+            }
         }
-        readers.enter()
-        Thread.detachNewThread {
-            let data = err.fileHandleForReading.readDataToEndOfFile()
-            collected.withLock { $0.err = data }
-            readers.leave()
-        }
-        if exited.wait(timeout: .now() + Wait.seconds(timeout)) == .timedOut {
-            kill(process.processIdentifier, SIGKILL)
-            exited.wait()
-            throw TestSupportError("\(executable) \(arguments.joined(separator: " ")) timed out after \(timeout)")
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        var status: Int32?
+        while status == nil {
+            status = Spawn.reap(pid)
+            if status == nil {
+                if clock.now >= deadline {
+                    kill(pid, SIGKILL)
+                    _ = Wait.poll(timeout: .seconds(5)) { Spawn.reap(pid) != nil }
+                    throw TestSupportError(
+                        "\(executable) \(arguments.joined(separator: " ")) timed out after \(timeout)")
+                }
+                _ = poll(nil, 0, 2)
+            }
         }
         // A daemon the child left behind may hold the pipes open; do not wait for it forever.
         _ = readers.wait(timeout: .now() + 5)
         let (stdout, stderr) = collected.withLock { $0 }
-        var status = process.terminationStatus
-        if process.terminationReason == .uncaughtSignal {
-            status += 128
+        return Output(status: Spawn.exitCode(status ?? 0), stdout: stdout, stderr: stderr)
+    }
+
+    private static func readAll(_ fd: Int32) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return data }
+            data.append(contentsOf: buffer[0..<n])
         }
-        return Output(status: status, stdout: stdout, stderr: stderr)
     }
 }

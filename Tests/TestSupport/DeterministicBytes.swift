@@ -78,8 +78,11 @@ public enum DeterministicBytes {
 
     /// Writes the first `count` stream bytes to `path` (created or truncated, mode 0644).
     ///
+    /// - Returns: The hex SHA-256 of what was written, computed in the same pass.
     /// - Throws: `TestSupportError` when the file cannot be written.
-    public static func write(seed: UInt64, count: Int, to path: String) throws {
+    @discardableResult
+    public static func write(seed: UInt64, count: Int, to path: String) throws -> String {
+        let hasher = SHA256Hasher()
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw TestSupportError.posix("open \(path)") }
         defer { close(fd) }
@@ -89,6 +92,7 @@ public enum DeterministicBytes {
         while done < count {
             let n = min(block.count, count - done)
             fill(UnsafeMutableRawBufferPointer(rebasing: block[0..<n]), seed: seed, offset: done)
+            hasher.update(UnsafeRawBufferPointer(rebasing: block[0..<n]))
             var written = 0
             while written < n {
                 let r = Glibc.write(fd, block.baseAddress! + written, n - written)
@@ -100,5 +104,8 @@ public enum DeterministicBytes {
             }
             done += n
         }
+        let digest = hasher.finalize()
+        digests.withLock { $0[Key(seed: seed, count: count)] = digest }
+        return digest
     }
 }

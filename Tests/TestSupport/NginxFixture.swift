@@ -166,25 +166,22 @@ public final class NginxFixture: Sendable {
 
         // The watchdog pipe: the wrapper reads its end as stdin and stops nginx at end of
         // file, which comes when we close the write end or when this process dies.
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw TestSupportError.posix("pipe") }
-        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        let pipe = try Spawn.pipe()
+        let fds = [pipe.read, pipe.write]
         let wrapper: pid_t
         do {
-            wrapper = try spawnWrapper(
-                arguments: [script, "run", directory.path], stdin: fds[0],
-                log: directory.path + "/logs/stdout.log")
+            let log = directory.path + "/logs/stdout.log"
+            wrapper = try Spawn.start(
+                "/bin/sh", [script, "run", directory.path],
+                environment: ["NGINX": nginxPath, "FIXTURE_REMOVE_DIR": "1"], stdin: .descriptor(fds[0]),
+                stdout: .appending(log), stderr: .appending(log))
         } catch {
             close(fds[0])
             close(fds[1])
             throw error
         }
         close(fds[0])
-        let exited = { () -> Bool in
-            var status: Int32 = 0
-            return waitpid(wrapper, &status, WNOHANG) == wrapper
-        }
+        let exited = { Spawn.reap(wrapper) != nil }
 
         // Ready when all three ports accept connections; failed when the wrapper exits.
         let clock = ContinuousClock()
@@ -204,7 +201,8 @@ public final class NginxFixture: Sendable {
             }
             Thread.sleep(forTimeInterval: 0.005)
         }
-        let master = (try? String(contentsOfFile: directory.path + "/master.pid", encoding: .utf8))
+        let master =
+            (try? String(contentsOfFile: directory.path + "/master.pid", encoding: .utf8))
             .flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
         let fixture = NginxFixture(
             directory: directory, ports: ports, masterPID: master, wrapperPID: wrapper, watchdogFD: fds[1])
@@ -229,8 +227,7 @@ public final class NginxFixture: Sendable {
         if masterPID > 0 {
             kill(masterPID, SIGTERM)
         }
-        var status: Int32 = 0
-        _ = Wait.poll(timeout: .seconds(10)) { !isRunning && waitpid(wrapperPID, &status, WNOHANG) != 0 }
+        _ = Wait.poll(timeout: .seconds(10)) { !isRunning && Spawn.reap(wrapperPID) != nil }
         ownedDirectory.remove()
     }
 
@@ -289,15 +286,76 @@ public final class NginxFixture: Sendable {
 
     /// The URL of `path` (starting with `/`, query allowed) on `listener`.
     ///
-    /// TLS listeners use the host `localhost` (a SAN of the leaf); plain HTTP uses 127.0.0.1.
-    public func url(_ listener: Listener, _ path: String) -> URL {
+    /// - Parameter host: Defaults to `localhost` for TLS listeners (a SAN of the leaf, so
+    ///   hostname checks pass; the leaf also names `127.0.0.1` and `::1`) and `127.0.0.1` for
+    ///   plain HTTP. nginx listens on 127.0.0.1 only; a client that tries `::1` first for
+    ///   `localhost` is refused at once and falls back.
+    public func url(_ listener: Listener, _ path: String, host: String? = nil) -> URL {
         let base: String
         switch listener {
-        case .http: base = "http://127.0.0.1:\(httpPort)"
-        case .https: base = "https://localhost:\(httpsPort)"
-        case .http2: base = "https://localhost:\(http2Port)"
+        case .http: base = "http://\(host ?? "127.0.0.1"):\(httpPort)"
+        case .https: base = "https://\(host ?? "localhost"):\(httpsPort)"
+        case .http2: base = "https://\(host ?? "localhost"):\(http2Port)"
         }
         return URL(string: base + path) ?? URL(string: base + "/")!
+    }
+
+    /// nginx's connection counters (`stub_status`), e.g. to check that a client reused its
+    /// connections: `accepts` grows by one per new TCP connection.
+    public struct Status: Sendable, Equatable {
+        public var active: Int
+        public var accepts: Int
+        public var handled: Int
+        public var requests: Int
+    }
+
+    /// Reads `/nginx_status` over plain HTTP on a connection of its own (which counts in
+    /// `accepts` and `requests`).
+    ///
+    /// - Throws: `TestSupportError` when nginx does not answer or the page is unexpected.
+    public func status() throws -> Status {
+        let text = try NginxFixture.get(port: httpPort, path: "/nginx_status")
+        // "Active connections: 1 \nserver accepts handled requests\n 5 5 9 \nReading: ..."
+        let numbers = text.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+        guard text.contains("Active connections"), numbers.count >= 4 else {
+            throw TestSupportError("unexpected stub_status page: \(text)")
+        }
+        return Status(active: numbers[0], accepts: numbers[1], handled: numbers[2], requests: numbers[3])
+    }
+
+    /// A minimal HTTP/1.0 GET on 127.0.0.1; returns the body.
+    static func get(port: UInt16, path: String) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TestSupportError.posix("socket") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw TestSupportError.posix("connect 127.0.0.1:\(port)") }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
+        else { throw TestSupportError.posix("send") }
+        var response = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while response.count < 1 << 20 {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            response += buffer[0..<n]
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else {
+            throw TestSupportError("no HTTP response from 127.0.0.1:\(port)\(path)")
+        }
+        return String(text[split.upperBound...])
     }
 
     /// The upload sink: reads and discards any body, answers 200 JSON.
@@ -313,7 +371,7 @@ public final class NginxFixture: Sendable {
     /// Makes sure `/files/<size>-<seed>.bin` exists with the bytes of
     /// `DeterministicBytes` (the same as `TestServer`'s `/bytes/<size>?seed=<seed>`).
     ///
-    /// Files are written once per fixture (about 0.2 s for 64 MiB) and then reused.
+    /// Files are written once per fixture (about 0.4 s for 64 MiB, digest included) and reused.
     ///
     /// - Returns: The URL path (give it to `url(_:_:)`) and the hex SHA-256 of the content.
     /// - Throws: `TestSupportError` when the file cannot be written.
@@ -326,9 +384,8 @@ public final class NginxFixture: Sendable {
             try FileManager.default.createDirectory(
                 atPath: contentRoot + "/files", withIntermediateDirectories: true)
             let partial = file + ".partial"
-            try DeterministicBytes.write(seed: seed, count: size, to: partial)
+            let digest = try DeterministicBytes.write(seed: seed, count: size, to: partial)
             guard rename(partial, file) == 0 else { throw TestSupportError.posix("rename \(partial)") }
-            let digest = DeterministicBytes.sha256(seed: seed, count: size)
             state.files[path] = digest
             return (path, digest)
         }
@@ -350,49 +407,6 @@ public final class NginxFixture: Sendable {
                 NginxFixture.stopAll()
             }
         }
-    }
-
-    /// Starts `/bin/sh arguments...` with `stdin` as its standard input and `log` as its
-    /// output, with an empty signal mask and default dispositions.
-    ///
-    /// Foundation's `Process` would pass on this thread's signal mask, and the threads of a
-    /// test process block SIGCHLD: the wrapper's `wait` then never returns and nginx's
-    /// workers inherit a mask they do not expect. posix_spawn lets us reset both.
-    private static func spawnWrapper(arguments: [String], stdin: Int32, log: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGCHLD, SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM] {
-            sigaddset(&defaults, signal)
-        }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        var environment = ProcessInfo.processInfo.environment
-        environment["NGINX"] = nginxPath
-        environment["FIXTURE_REMOVE_DIR"] = "1"
-        let argv = (["/bin/sh"] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp)
-        guard result == 0 else { throw TestSupportError.posix("posix_spawn /bin/sh", result) }
-        return pid
     }
 
     /// Stops every fixture still running (the exit handler).

@@ -4,6 +4,10 @@ import Foundation
 ///
 /// The directory and everything in it are removed by `remove()` or, at the latest, when the
 /// last reference goes away. Safe to share between threads.
+///
+/// Keep the directory in a variable for as long as its files are used:
+/// `let destination = try TemporaryDirectory().file("body.bin")` releases the directory (and
+/// deletes it) before `destination` is ever written.
 public final class TemporaryDirectory: Sendable {
     /// The directory's file URL.
     public let url: URL

@@ -31,6 +31,8 @@ struct RequestHead {
     }
 
     var keepAlive: Bool {
+        // ?close=1 on any route: answer with Connection: close and close afterwards.
+        if query("close") == "1" { return false }
         let connection = header("connection")?.lowercased() ?? ""
         if version == "HTTP/1.0" {
             return connection.contains("keep-alive")
@@ -111,6 +113,9 @@ final class Connection {
         var checked = 0
         while true {
             if let end = findCRLFCRLF(from: inputStart + checked) {
+                if end - inputStart > Connection.maxHead {
+                    try respondAndClose(status: 431, body: "request head too large\n")
+                }
                 let bytes = Array(input[inputStart..<end])
                 inputStart = end + 4
                 guard let head = parseHead(bytes) else {

@@ -29,10 +29,12 @@ import Foundation
 //   /content-disposition?name=V   a small body with `Content-Disposition: V` (V raw).
 //   /chunked/N?seed=S&chunk=K     N deterministic bytes, chunked in K-byte chunks (def 1000).
 //   /json                         a fixed JSON object (see `jsonBody`).
+//   /response-headers?N=V&...     200, each query pair sent as a response header N: V.
 //   /delay?ms=N                   waits N ms (default 1000) before the head.
 //   /basic-auth/USER/PASS         200 with the right Basic credentials, else 401 with
 //                                 WWW-Authenticate: Basic realm="TestServer".
 //   anything else                 404.
+// On every route, ?close=1 makes the server close the connection after the response.
 
 extension TestServer {
     /// The body of `/json`.
@@ -106,8 +108,9 @@ extension Connection {
             throw ConnectionEnd.close
         case "garbage":
             if head.query("kind") == "header" {
-                try sendAll(Array("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n".utf8) + [0x01, 0x7f, 0x00, 0x42, 0x0d, 0x0a]
-                    + Array("\r\nbody".utf8))
+                try sendAll(
+                    Array("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n".utf8) + [0x01, 0x7f, 0x00, 0x42, 0x0d, 0x0a]
+                        + Array("\r\nbody".utf8))
             } else {
                 try sendAll(Array("HELLO\u{1}WORLD 999 \r\n".utf8) + [0xff, 0xfe, 0x00] + Array("\r\n\r\n".utf8))
             }
@@ -163,6 +166,11 @@ extension Connection {
             return try serveChunked(head, count: count, chunk: chunk)
         case "json":
             return try respond(head, status: 200, contentType: "application/json", body: TestServer.jsonBody)
+        case "response-headers":
+            let extra = head.query.filter { $0.name != "close" && !$0.name.isEmpty }.map {
+                (sanitize($0.name).replacingOccurrences(of: ":", with: ""), sanitize($0.value))
+            }
+            return try respond(head, status: 200, extraHeaders: extra, body: "headers as asked\n")
         case "delay":
             let ms = max(0, min(600_000, Int(head.query("ms") ?? "") ?? 1000))
             if waitForHangup(milliseconds: Int32(ms)) { throw ConnectionEnd.close }

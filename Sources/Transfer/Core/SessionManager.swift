@@ -31,6 +31,8 @@ public final class SessionManager: Sendable {
         var delegate: (any SessionDelegate)?
         var taskDescriptionForTasks: String?
         var invalidationNotified = false
+        var securityPolicy = SecurityPolicy.defaultPolicy
+        var securityPolicyError: TransferError?
     }
 
     /// Creates a manager and starts its engine thread.
@@ -47,6 +49,8 @@ public final class SessionManager: Sendable {
             .appendingPathComponent("transfer-\(getpid())", isDirectory: true)
         state = Protected(State())
         delegateQueue.setSpecific(key: queueKey, value: true)
+        // The default policy, with the challenge hooks wired, from the start.
+        try installSecurityPolicy(.defaultPolicy)
     }
 
     private let queueKey = DispatchSpecificKey<Bool>()
@@ -69,6 +73,91 @@ public final class SessionManager: Sendable {
     public var delegate: (any SessionDelegate)? {
         get { state.withLock { $0.delegate } }
         set { state.withLock { $0.delegate = newValue } }
+    }
+
+    /// The server-trust policy checked in the handshake of every new TLS
+    /// connection of this session (redirect hops and HTTP/2 included).
+    ///
+    /// Setting an invalid policy (a malformed pin, an enforced host rule
+    /// without a backup pin, validating domains while allowing invalid
+    /// certificates without pins) fails closed: every new TLS connection is
+    /// refused with the reason until a valid policy is set. Use
+    /// ``setSecurityPolicy(_:)`` to get the error instead.
+    public var securityPolicy: SecurityPolicy {
+        get { state.withLock { $0.securityPolicy } }
+        set {
+            do throws(TransferError) {
+                try setSecurityPolicy(newValue)
+            } catch {
+                state.withLock { $0.securityPolicyError = error }
+                let refusing = Self.refuseEverything(error)
+                engine.setTrustPolicy(refusing)
+                ct_trust_policy_release(refusing)   // the loop holds its own reference
+            }
+        }
+    }
+
+    /// Installs `policy` for new TLS connections; connections checked under the
+    /// previous policy are not reused by new transfers.
+    ///
+    /// - Throws: ``TransferError/Code/invalidRequest`` when the policy is invalid;
+    ///   the previous policy then stays in force.
+    public func setSecurityPolicy(_ policy: SecurityPolicy) throws(TransferError) {
+        try installSecurityPolicy(policy)
+    }
+
+    private func installSecurityPolicy(_ policy: SecurityPolicy) throws(TransferError) {
+        var policy = policy
+        if var pins = policy.pinPolicy, let reportURL = pins.reportURL {
+            guard let scheme = reportURL.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+                throw TransferError(.invalidRequest, "the pin report URL must be http(s): \(reportURL)")
+            }
+            // Reports also go out as JSON POSTs, rate-limited per host and pattern.
+            let userHandler = pins.reportHandler
+            let limiter = ReportLimiter(interval: pins.reportInterval)
+            pins.reportHandler = { [weak self] report in
+                userHandler?(report)
+                guard let self, limiter.admit(report) else { return }
+                var request = Request(url: reportURL, method: .post, headers: ["Content-Type": "application/json"])
+                request.body = .data(report.jsonData())
+                self.dataTask(with: request).resume()
+            }
+            policy.pinPolicy = pins
+        }
+        try policy.validate()
+        let engineSide = try policy.makeEnginePolicy { [weak self] trust, verdict in
+            self?.serverTrustChallenge(trust, verdict: verdict) ?? .performDefaultHandling
+        }
+        state.withLock {
+            $0.securityPolicy = policy
+            $0.securityPolicyError = nil
+        }
+        engine.setTrustPolicy(engineSide.pointer)   // the loop retains its own reference
+    }
+
+    /// An engine policy that refuses every chain: a certificate pin nobody has.
+    private static func refuseEverything(_ error: TransferError) -> OpaquePointer? {
+        var raw: OpaquePointer?
+        guard ct_trust_policy_create(&raw) == CT_OK, let raw else { return nil }
+        _ = ct_trust_policy_set_mode(raw, CT_PINNING_PUBLIC_KEY)
+        _ = ct_trust_policy_add_pinned_spki(raw, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+        return raw
+    }
+
+    /// Engine thread, mid-handshake: asks the challenge hook, on the delegate
+    /// queue (user code never runs on the engine thread); the handshake waits.
+    private func serverTrustChallenge(_ trust: ServerTrust, verdict: TrustEvaluation) -> ServerTrustDisposition {
+        guard let hook = state.withLock({ $0.hooks.sessionDidReceiveChallenge }) else { return .performDefaultHandling }
+        let challenge = AuthenticationChallenge(kind: .serverTrust, host: trust.host ?? "", port: 443,
+                                                previousFailureCount: 0, failureResponse: nil, serverTrust: trust,
+                                                policyVerdict: verdict)
+        let disposition = delegateQueue.sync { hook(self, challenge) }
+        switch disposition {
+        case .useCredential: return .useCredential
+        case .performDefaultHandling: return .performDefaultHandling
+        case .cancelAuthenticationChallenge: return .cancel
+        case .rejectProtectionSpace: return .reject
+        }
     }
 
     /// Where completion handlers run; nil means a private serial queue.
@@ -528,4 +617,21 @@ public final class SessionManager: Sendable {
 /// the dictionary is built once and only read after the hop.
 private struct UncheckedUserInfo: @unchecked Sendable {
     let value: [String: Any]
+}
+
+/// At most one pin report per host and pattern per interval.
+private final class ReportLimiter: Sendable {
+    private let interval: TimeInterval
+    private let last = Protected<[String: Date]>([:])
+
+    init(interval: TimeInterval) { self.interval = interval }
+
+    func admit(_ report: PinFailureReport) -> Bool {
+        let key = report.host + "|" + report.pattern
+        return last.withLock { last in
+            if let previous = last[key], report.date.timeIntervalSince(previous) < interval { return false }
+            last[key] = report.date
+            return true
+        }
+    }
 }

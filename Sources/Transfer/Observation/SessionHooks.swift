@@ -10,6 +10,11 @@ public enum ResponseDisposition: Sendable, Hashable {
 }
 
 /// What to do with an authentication challenge (NSURLSessionAuthChallengeDisposition).
+///
+/// For a server-trust challenge, `.useCredential` (any credential) trusts the
+/// server whatever the policy decided, `.performDefaultHandling` keeps the
+/// policy's decision, and `.cancelAuthenticationChallenge` / `.rejectProtectionSpace`
+/// refuse the connection before any request byte is sent.
 public enum ChallengeDisposition: Sendable, Hashable {
     case useCredential(Credential)
     case performDefaultHandling
@@ -40,18 +45,11 @@ public struct AuthenticationChallenge: Sendable {
     public var previousFailureCount: Int
     /// The 401 response, for HTTP challenges.
     public var failureResponse: HTTPResponse?
-    /// The server's chain (DER), for server-trust challenges.
-    public var serverTrust: ServerTrustChain?
-}
-
-/// The peer certificate chain of a TLS connection, leaf first (DER).
-public struct ServerTrustChain: Sendable, Hashable {
-    public var certificates: [Data]
-    public var host: String
-    public init(certificates: [Data], host: String) {
-        self.certificates = certificates
-        self.host = host
-    }
+    /// The server's chain and host, for server-trust challenges.
+    public var serverTrust: ServerTrust?
+    /// What the session's ``SecurityPolicy`` decided, for server-trust challenges;
+    /// `.performDefaultHandling` keeps that decision.
+    public var policyVerdict: TrustEvaluation?
 }
 
 /// Session-level hooks: the closures AFURLSessionManager lets you set for

@@ -403,7 +403,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         let challenge = AuthenticationChallenge(kind: .httpBasic(realm: realm), host: url.host ?? "",
                                                 port: url.port ?? (url.scheme == "https" ? 443 : 80),
                                                 previousFailureCount: previous, failureResponse: response,
-                                                serverTrust: nil)
+                                                serverTrust: nil, policyVerdict: nil)
         switch session.didReceiveChallenge(task: self, challenge: challenge) {
         case .useCredential(let credential):
             core.withLock { $0.credential = credential }

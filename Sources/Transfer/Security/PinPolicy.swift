@@ -1,0 +1,134 @@
+import Dispatch
+import Foundation
+
+/// Pins for one group of hosts, beyond AFNetworking (HPKP-style, checked in the handshake).
+///
+/// Patterns: `"example.com"` is that host only (and every subdomain with `includeSubdomains`);
+/// `"*.example.com"` is exactly one more label (any depth with `includeSubdomains`). Matching
+/// ignores case and a trailing dot. `exclusions` use the same syntax and win over `patterns`.
+public struct HostPinPolicy: Sendable, Hashable {
+    public enum Enforcement: Sendable, Hashable {
+        /// A chain without a pinned key or certificate is refused.
+        case enforce
+        /// The connection proceeds; the mismatch goes to ``PinPolicy/reportHandler``.
+        case reportOnly
+    }
+
+    public var patterns: [String]
+    public var includeSubdomains: Bool
+    public var exclusions: [String]
+    /// base64 SHA-256 of SubjectPublicKeyInfo (``Certificate/publicKeySHA256``); a `sha256//`
+    /// prefix is accepted.
+    public var publicKeyHashes: [String]
+    /// Certificates of which one must be in the chain.
+    public var certificates: [Certificate]
+    /// After this date the rule no longer applies (the host is then unpinned).
+    public var expiration: Date?
+    public var enforcement: Enforcement
+
+    /// - Note: An enforced rule needs at least two pins (keys + certificates): one of them a
+    ///   backup, so a key rotation cannot lock clients out. ``validate()`` and
+    ///   ``SecurityPolicy/makeEnginePolicy()`` check it.
+    public init(patterns: [String], includeSubdomains: Bool = false, exclusions: [String] = [],
+                publicKeyHashes: [String] = [], certificates: [Certificate] = [], expiration: Date? = nil,
+                enforcement: Enforcement = .enforce) {
+        self.patterns = patterns
+        self.includeSubdomains = includeSubdomains
+        self.exclusions = exclusions
+        self.publicKeyHashes = publicKeyHashes
+        self.certificates = certificates
+        self.expiration = expiration
+        self.enforcement = enforcement
+    }
+
+    /// One host pattern.
+    public init(host: String, includeSubdomains: Bool = false, publicKeyHashes: [String] = [],
+                certificates: [Certificate] = [], expiration: Date? = nil, enforcement: Enforcement = .enforce) {
+        self.init(patterns: [host], includeSubdomains: includeSubdomains, publicKeyHashes: publicKeyHashes,
+                  certificates: certificates, expiration: expiration, enforcement: enforcement)
+    }
+
+    /// Checks patterns, pins and the backup-pin rule.
+    /// - Throws: `TransferError.invalidRequest` with the engine's sentence.
+    public func validate() throws(TransferError) {
+        var policy = SecurityPolicy.defaultPolicy
+        policy.pinPolicy = PinPolicy(rules: [self])
+        _ = try policy.makeEnginePolicy()
+    }
+}
+
+/// A set of per-host pin rules and where their failures are reported.
+public struct PinPolicy: Sendable {
+    /// Rules in priority order: the first one that matches a host (and has not expired) applies.
+    public var rules: [HostPinPolicy]
+    /// Called for every pin mismatch seen in a handshake (enforced and report-only rules), on
+    /// `reportQueue`. Not called by ``SecurityPolicy/evaluate(serverTrust:forDomain:)``.
+    public var reportHandler: (@Sendable (PinFailureReport) -> Void)?
+    /// Where ``reportHandler`` runs; default: a private serial queue.
+    public var reportQueue: DispatchQueue
+    /// When set, the session POSTs each report as JSON (``PinFailureReport/jsonData()``)
+    /// to this http(s) URL, at most one per host and pattern every ``reportInterval``.
+    public var reportURL: URL?
+    /// Minimum seconds between two reports POSTed for the same host and pattern.
+    public var reportInterval: TimeInterval = 60
+
+    public init(rules: [HostPinPolicy], reportQueue: DispatchQueue? = nil, reportURL: URL? = nil,
+                reportHandler: (@Sendable (PinFailureReport) -> Void)? = nil) {
+        self.rules = rules
+        self.reportQueue = reportQueue ?? DispatchQueue(label: "transfer.pin-report")
+        self.reportURL = reportURL
+        self.reportHandler = reportHandler
+    }
+}
+
+/// A per-host pin rule did not match a server's chain.
+public struct PinFailureReport: Sendable, Hashable {
+    public var host: String
+    /// 0 when unknown.
+    public var port: Int
+    /// The rule's first pattern.
+    public var pattern: String
+    /// What the pins were checked against: the validated chain, then the other presented certificates.
+    public var chain: [Certificate]
+    /// The rule's pins as base64 SPKI SHA-256 (certificate pins by their key).
+    public var pins: [String]
+    public var date: Date
+    public var expiration: Date?
+    /// False for report-only rules (the connection went ahead).
+    public var enforced: Bool
+
+    public init(host: String, port: Int, pattern: String, chain: [Certificate], pins: [String], date: Date,
+                expiration: Date?, enforced: Bool) {
+        self.host = host
+        self.port = port
+        self.pattern = pattern
+        self.chain = chain
+        self.pins = pins
+        self.date = date
+        self.expiration = expiration
+        self.enforced = enforced
+    }
+
+    /// A JSON body in the shape of an HPKP violation report (RFC 7469 §3), for POSTing to a
+    /// report URL.
+    public func jsonData() -> Data {
+        let formatter = ISO8601DateFormatter()
+        var object: [String: Any] = [
+            "date-time": formatter.string(from: date),
+            "hostname": host,
+            "port": port,
+            "noted-hostname": pattern,
+            "include-subdomains": pattern.hasPrefix("*."),
+            "served-certificate-chain": chain.map(Self.pem),
+            "known-pins": pins.map { "pin-sha256=\"\($0)\"" },
+            "enforced": enforced,
+        ]
+        if let expiration { object["effective-expiration-date"] = formatter.string(from: expiration) }
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+    }
+
+    private static func pem(_ certificate: Certificate) -> String {
+        let base64 = certificate.derData.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return "-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n"
+    }
+}

@@ -1,0 +1,127 @@
+import CTransfer
+
+/// The outcome of ``SecurityPolicy/evaluate(serverTrust:forDomain:)``: trusted, or why not.
+public enum TrustEvaluation: Sendable, Hashable, CustomStringConvertible {
+    /// The chain satisfies the policy.
+    case valid
+    /// The chain does not validate against the anchors (expired, unknown issuer, ...).
+    case chainInvalid(ChainFailure)
+    /// The leaf does not name the domain.
+    case hostnameMismatch(host: String)
+    /// No pinned certificate or key (of the policy or of a per-host rule) is in the chain.
+    case noPinMatched(reason: String)
+    /// The policy itself is refused, e.g. validating the domain name while allowing invalid
+    /// certificates without pins (as AFSecurityPolicy refuses it).
+    case policyInvalid(reason: String)
+    /// A server-trust challenge handler refused the server.
+    case rejectedByChallengeHandler
+
+    public var isValid: Bool { self == .valid }
+
+    public var description: String {
+        switch self {
+        case .valid: "valid"
+        case .chainInvalid(let failure): "chain invalid: \(failure.message)"
+        case .hostnameMismatch(let host): "the certificate does not match \(host)"
+        case .noPinMatched(let reason): "no pin matched: \(reason)"
+        case .policyInvalid(let reason): "policy invalid: \(reason)"
+        case .rejectedByChallengeHandler: "refused by the server-trust challenge handler"
+        }
+    }
+
+    /// The engine's reason code (`ct_tls_reason`), as carried by ``TransferError/tlsReason``.
+    public var reasonCode: Int32 {
+        switch self {
+        case .valid: Int32(CT_TLS_OK.rawValue)
+        case .chainInvalid: Int32(CT_TLS_CHAIN_INVALID.rawValue)
+        case .hostnameMismatch: Int32(CT_TLS_HOSTNAME_MISMATCH.rawValue)
+        case .noPinMatched: Int32(CT_TLS_NO_PIN_MATCHED.rawValue)
+        case .policyInvalid: Int32(CT_TLS_POLICY_INVALID.rawValue)
+        case .rejectedByChallengeHandler: Int32(CT_TLS_REJECTED_BY_DELEGATE.rawValue)
+        }
+    }
+}
+
+/// Why OpenSSL refused a chain.
+public struct ChainFailure: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        case expired
+        case notYetValid
+        /// The issuer is not in the chain or the anchors (incomplete chain, foreign CA).
+        case unknownIssuer
+        /// A self-signed leaf, or a root that is not an anchor.
+        case selfSigned
+        case badSignature
+        case other
+    }
+
+    public var kind: Kind
+    /// OpenSSL's `X509_V_ERR_*` code.
+    public var verifyError: Int32
+    /// OpenSSL's text for it.
+    public var message: String
+
+    public init(kind: Kind, verifyError: Int32, message: String) {
+        self.kind = kind
+        self.verifyError = verifyError
+        self.message = message
+    }
+
+    init(problem: Int32, verifyError: Int32, message: String) {
+        let kind: Kind =
+            switch UInt32(bitPattern: problem) {
+            case CT_CHAIN_EXPIRED.rawValue: .expired
+            case CT_CHAIN_NOT_YET_VALID.rawValue: .notYetValid
+            case CT_CHAIN_UNKNOWN_ISSUER.rawValue: .unknownIssuer
+            case CT_CHAIN_SELF_SIGNED.rawValue: .selfSigned
+            case CT_CHAIN_BAD_SIGNATURE.rawValue: .badSignature
+            default: .other
+            }
+        self.init(kind: kind, verifyError: verifyError, message: message)
+    }
+}
+
+/// Why the engine refused a server (``TransferError/tlsReason``).
+public enum TrustFailureReason: Int32, Sendable, Hashable {
+    case chainInvalid = 1
+    case hostnameMismatch = 2
+    case noPinMatched = 3
+    case policyInvalid = 4
+    case rejectedByDelegate = 5
+    /// The handshake failed before the chain could be evaluated.
+    case handshake = 6
+}
+
+extension TransferError {
+    /// ``tlsReason`` as a ``TrustFailureReason``; nil when trust was not the cause.
+    public var trustFailureReason: TrustFailureReason? {
+        tlsReason.flatMap(TrustFailureReason.init(rawValue:))
+    }
+
+    /// The refusal as a ``TrustEvaluation`` (nil when trust was not the cause).
+    public var trustEvaluation: TrustEvaluation? {
+        guard let reason = trustFailureReason else { return nil }
+        return TrustEvaluation(reason: reason, verifyError: verifyError ?? 0, message: message,
+                               host: url?.host ?? "")
+    }
+}
+
+extension TrustEvaluation {
+    /// Rebuilds an evaluation from the engine's numbers (`ct_result.tls_reason`, `verify_error`).
+    init(reason: TrustFailureReason, verifyError: Int32, message: String, host: String) {
+        switch reason {
+        case .hostnameMismatch:
+            self = .hostnameMismatch(host: host)
+        case .noPinMatched:
+            self = .noPinMatched(reason: message)
+        case .rejectedByDelegate:
+            self = .rejectedByChallengeHandler
+        case .policyInvalid:
+            self = .policyInvalid(reason: message)
+        case .chainInvalid, .handshake:
+            self = .chainInvalid(
+                ChainFailure(problem: Int32(ct_chain_problem_from_verify_error(verifyError).rawValue),
+                             verifyError: verifyError, message: message))
+        }
+    }
+}
