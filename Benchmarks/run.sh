@@ -42,6 +42,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 echo "run.sh: building the benchmark clients (release)" >&2
+# SwiftPM may keep a stale build plan when files are added to the `..` package;
+# dropping the plan (not the objects) makes it look again.
+rm -f "$here/.build/release.yaml" "$here/.build/release/description.json"
 swift build -c release --package-path "$here"
 
 # The `transfer` command, where the root package has one.

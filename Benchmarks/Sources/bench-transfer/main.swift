@@ -28,11 +28,14 @@ await benchMain(client: "transfer") { options in
     default:
         break
     }
-    if options.pin != nil {
-        return unsupported(client: "transfer", options: options, why: "no pinning policy in the Swift API yet")
-    }
     if options.checkOnly { return 0 }
     let session = try makeSession(options)
+    if let pin = options.pin {
+        // Public-key pinning (AFSSLPinningModePublicKey) on top of chain validation against --cacert.
+        var policy = SecurityPolicy(pinningMode: .publicKey)
+        policy.pinnedPublicKeyHashes = [pin]
+        try session.setSecurityPolicy(policy)
+    }
     let tally = Tally()
     let start = monotonicSeconds()
     switch options.scenario {
