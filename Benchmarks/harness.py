@@ -887,6 +887,9 @@ def write_markdown(path, machine, cpus, args, all_scenarios, summary, clients_by
                  " (status 200, body sizes, file sizes on disk, bytes the upload sink read); a failed run is not"
                  " counted and is listed under the table.\n")
     lines.append("![Transfer / peer throughput ratios](latest.svg)\n")
+    if os.path.exists(os.path.join(os.path.dirname(path), "NOTES.md")):
+        lines.append("Hand-written notes on these numbers (why targets are missed, what the profiles show):"
+                     " [NOTES.md](NOTES.md).\n")
     checks = target_checks(summary)
     if checks:
         numbers = {s.key: s.number for s in all_scenarios}
