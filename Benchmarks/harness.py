@@ -1329,20 +1329,23 @@ def main():
 
     summary = build_summary(selected, results, skipped, clients_by_name)
     os.makedirs(args.results, exist_ok=True)
-    write_markdown(os.path.join(args.results, "latest.md"), machine, cpus, args, selected, summary, clients_by_name,
+    # A subset (--only, --clients) must not replace the full report.
+    stem = "partial" if (args.only or args.clients) else "latest"
+    write_markdown(os.path.join(args.results, f"{stem}.md"), machine, cpus, args, selected, summary, clients_by_name,
                    runs)
-    write_csv(os.path.join(args.results, "latest.csv"), selected, results)
-    write_svg(os.path.join(args.results, "latest.svg"), selected, summary, clients_by_name, machine)
-    for old in os.listdir(args.results):
-        if old.startswith("profile-") and old.endswith(".txt"):
-            os.remove(os.path.join(args.results, old))
+    write_csv(os.path.join(args.results, f"{stem}.csv"), selected, results)
+    write_svg(os.path.join(args.results, f"{stem}.svg"), selected, summary, clients_by_name, machine)
+    if args.profile and stem == "latest":
+        for old in os.listdir(args.results):
+            if old.startswith("profile-") and old.endswith(".txt"):
+                os.remove(os.path.join(args.results, old))
     if args.profile:
         if shutil.which("perf"):
             rows = run_profiles(selected, clients, env, cpus, launcher, args.results, args.timeout)
-            write_profiles_markdown(os.path.join(args.results, "latest.md"), rows)
+            write_profiles_markdown(os.path.join(args.results, f"{stem}.md"), rows)
         else:
             log("--profile needs perf (apt-get install linux-perf)")
-    log(f"wrote {args.results}/latest.md, latest.csv, latest.svg")
+    log(f"wrote {args.results}/{stem}.md, {stem}.csv, {stem}.svg")
     return 0
 
 
