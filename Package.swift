@@ -26,11 +26,15 @@ let package = Package(
         .target(name: "TransferTerminal", dependencies: ["Transfer"]),
         // Test helper: prints reachability changes; run inside network namespaces.
         .executableTarget(name: "reachability-probe", dependencies: ["Transfer"]),
+        // Test helper: a resumable download in its own process, killed by the crash tests.
+        .executableTarget(name: "transfer-crashtest", dependencies: ["Transfer"], path: "Sources/transfer-crashtest"),
         // Test-only helpers: in-process servers, nginx fixture, certificates.
         .target(name: "TestSupport", dependencies: ["Transfer", "CTransfer"], path: "Tests/TestSupport"),
         .testTarget(name: "CTransferTests", dependencies: ["CTransfer", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
-        .testTarget(name: "TransferIntegrationTests", dependencies: ["Transfer", "TestSupport", "reachability-probe"]),
+        .testTarget(
+            name: "TransferIntegrationTests",
+            dependencies: ["Transfer", "TestSupport", "reachability-probe", "transfer-crashtest"]),
         .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer"]),
     ]
 )

@@ -57,9 +57,30 @@ ct_code cti_sink_commit(struct cti_sink *sink);
 void cti_sink_abandon(struct cti_sink *sink, int keep);
 void cti_sink_free(struct cti_sink *sink);
 
-/* --- ct_transfer.c ----------------------------------------------------- */
+/* --- ct_ratelimit.c ---------------------------------------------------- */
 
 struct ct_loop;
+struct cti_transfer;
+
+enum { CTI_RECV = 0, CTI_SEND = 1 };
+
+struct cti_bucket {
+  double tokens;       /* may go negative: a debt to repay before more */
+  double last;         /* monotonic seconds of the last refill; 0: fresh */
+};
+
+/* The loop's rate timerfd, registered in its epoll set. */
+ct_code cti_rate_open(struct ct_loop *loop);
+void cti_rate_close(struct ct_loop *loop);
+/* 1 when `t` must pause direction `dir` now (its bucket or the loop's is
+ * in debt; the timer is armed), else 0. */
+int cti_rate_blocked(struct cti_transfer *t, int dir);
+/* Take `len` bytes' worth of tokens after passing them on. */
+void cti_rate_consume(struct cti_transfer *t, int dir, size_t len);
+/* The rate timer fired: unpause transfers paused for their rate. */
+void cti_rate_on_timer(struct ct_loop *loop);
+
+/* --- ct_transfer.c ----------------------------------------------------- */
 
 struct cti_transfer {
   uint64_t id;
@@ -121,7 +142,11 @@ struct cti_transfer {
   int added;                /* in the multi handle */
   ct_code local_code;       /* failure found by our callbacks */
   int local_errno;
-  char local_message[128];
+  char local_message[200];   /* room for two hex SHA-256 digests */
+  struct cti_journal *journal;    /* ct_journal.c; NULL: no journal */
+  struct cti_checksum *checksum;  /* ct_checksum.c; NULL: no digest */
+  struct cti_bucket bucket[2];    /* ct_ratelimit.c: CTI_RECV, CTI_SEND */
+  int rate_paused;
   char errbuf[CURL_ERROR_SIZE];
   struct cti_tls_verdict verdict;
 };
@@ -138,6 +163,39 @@ void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,
 void cti_transfer_free(struct cti_transfer *t);
 void cti_transfer_emit_progress(struct cti_transfer *t, int force);
 double cti_now(void);
+
+/* --- ct_journal.c ------------------------------------------------------ */
+
+struct cti_journal;
+
+/* Set up the journal of `t` from its spec (no file is touched yet). */
+ct_code cti_journal_create(struct cti_transfer *t,
+                           const struct ct_transfer_spec *spec);
+/* The part file was opened for the final response: record its validators
+ * and the offset it starts at. */
+ct_code cti_journal_on_head(struct cti_transfer *t);
+/* After body bytes went to the sink: every interval, flush + fdatasync the
+ * part file, then replace the journal. */
+ct_code cti_journal_after_write(struct cti_transfer *t);
+/* The transfer ended (after commit or abandon): remove the journal when
+ * the part file was renamed or removed, else record the final count. */
+void cti_journal_finish(struct cti_transfer *t, int part_kept);
+void cti_journal_free(struct cti_journal *j);
+
+/* --- ct_checksum.c ----------------------------------------------------- */
+
+struct cti_checksum;
+
+ct_code cti_checksum_create(struct cti_transfer *t, const uint8_t *expected);
+/* The final response starts the body at resume_offset: reset, and hash the
+ * part file's existing prefix [0, resume_offset) once. */
+ct_code cti_checksum_on_head(struct cti_transfer *t);
+void cti_checksum_update(struct cti_transfer *t, const void *data,
+                         size_t len);
+/* CT_OK when the digest matches, else CT_E_CHECKSUM with local_code and
+ * local_message set (both digests in hex). */
+ct_code cti_checksum_verify(struct cti_transfer *t);
+void cti_checksum_free(struct cti_checksum *c);
 
 /* --- ct_loop.c --------------------------------------------------------- */
 
@@ -201,6 +259,9 @@ struct ct_loop {
   int64_t total_send_limit;
   double bucket_time;
   int64_t bucket_tokens;
+  struct cti_bucket total_bucket[2];   /* ct_ratelimit.c */
+  int rate_timerfd;
+  double rate_deadline;                /* armed wake-up; 0: none */
 };
 
 /* --- ct_error.c -------------------------------------------------------- */

@@ -93,35 +93,10 @@ static struct cti_transfer *table_find(struct ct_loop *loop, uint64_t id)
 
 static void apply_total_speed(struct ct_loop *loop)
 {
-  struct cti_transfer *t;
-  int64_t n = 0;
-  if(loop->total_recv_limit <= 0 && loop->total_send_limit <= 0)
-    return;
-  for(t = loop->all; t; t = t->next)
-    if(t->added)
-      n++;
-  if(!n)
-    return;
-  /* Fair shares of the loop-wide budget, recomputed whenever the set of
-   * running transfers changes; a per-transfer limit below the share wins. */
-  for(t = loop->all; t; t = t->next) {
-    if(!t->added)
-      continue;
-    if(loop->total_recv_limit > 0) {
-      int64_t share = loop->total_recv_limit / n;
-      if(t->spec.max_recv_speed > 0 && t->spec.max_recv_speed < share)
-        share = t->spec.max_recv_speed;
-      curl_easy_setopt(t->easy, CURLOPT_MAX_RECV_SPEED_LARGE,
-                       (curl_off_t)(share > 0 ? share : 1));
-    }
-    if(loop->total_send_limit > 0) {
-      int64_t share = loop->total_send_limit / n;
-      if(t->spec.max_send_speed > 0 && t->spec.max_send_speed < share)
-        share = t->spec.max_send_speed;
-      curl_easy_setopt(t->easy, CURLOPT_MAX_SEND_SPEED_LARGE,
-                       (curl_off_t)(share > 0 ? share : 1));
-    }
-  }
+  /* Limits are token buckets in ct_ratelimit.c, read by the callbacks at
+   * every chunk: nothing to push into libcurl (whose own limiter does not
+   * hold on fast links in 7.88). Kept as the one place to hook policy. */
+  (void)loop;
 }
 
 /* Easy handles are reused: curl_easy_reset keeps a handle's buffers,
@@ -311,19 +286,6 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
   if(c->kind == CTI_CMD_TOTAL_SPEED) {
     loop->total_recv_limit = c->a;
     loop->total_send_limit = c->b;
-    if(c->a <= 0 || c->b <= 0) {
-      /* Limits removed: give each transfer back its own setting. */
-      for(t = loop->all; t; t = t->next) {
-        if(!t->easy)
-          continue;
-        if(c->a <= 0)
-          curl_easy_setopt(t->easy, CURLOPT_MAX_RECV_SPEED_LARGE,
-                           (curl_off_t)t->spec.max_recv_speed);
-        if(c->b <= 0)
-          curl_easy_setopt(t->easy, CURLOPT_MAX_SEND_SPEED_LARGE,
-                           (curl_off_t)t->spec.max_send_speed);
-      }
-    }
     apply_total_speed(loop);
     return;
   }
@@ -384,12 +346,9 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     }
     break;
   case CTI_CMD_SPEED:
+    /* Read by the rate buckets at the next chunk (ct_ratelimit.c). */
     t->spec.max_recv_speed = c->a;
     t->spec.max_send_speed = c->b;
-    curl_easy_setopt(t->easy, CURLOPT_MAX_RECV_SPEED_LARGE,
-                     (curl_off_t)c->a);
-    curl_easy_setopt(t->easy, CURLOPT_MAX_SEND_SPEED_LARGE,
-                     (curl_off_t)c->b);
     apply_total_speed(loop);
     break;
   default:
@@ -510,6 +469,9 @@ static void *loop_main(void *arg)
           ;
         socket_action(loop, CURL_SOCKET_TIMEOUT, 0);
       }
+      else if(fd == loop->rate_timerfd) {
+        cti_rate_on_timer(loop);
+      }
       else {
         int bits = 0;
         if(events[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP))
@@ -557,6 +519,7 @@ static void loop_free(struct ct_loop *loop)
     close(loop->timerfd);
   if(loop->eventfd >= 0)
     close(loop->eventfd);
+  cti_rate_close(loop);
   pthread_mutex_destroy(&loop->lock);
   free(loop->buckets);
   free(loop->ca_file);
@@ -579,7 +542,7 @@ static ct_code open_fds(struct ct_loop *loop)
   ev.data.fd = loop->eventfd;
   if(epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->eventfd, &ev) != 0)
     return CT_E_SYSTEM;
-  return CT_OK;
+  return cti_rate_open(loop);
 }
 
 ct_code ct_loop_create(const struct ct_loop_config *config,
@@ -600,6 +563,7 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
   if(!loop)
     return CT_E_NO_MEMORY;
   loop->epfd = loop->timerfd = loop->eventfd = -1;
+  loop->rate_timerfd = -1;
   pthread_mutex_init(&loop->lock, NULL);
   loop->config = *config;
   loop->ca_file = cti_strdup(config->ca_file);

@@ -79,6 +79,11 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   if(spec->sink_kind == CT_SINK_FILE && !spec->sink_path &&
      !spec->sink_part_path)
     return CT_E_INVALID_ARGUMENT;
+  /* A journal needs a file; a streamed digest needs the whole body. */
+  if(spec->journal_path && spec->sink_kind != CT_SINK_FILE)
+    return CT_E_INVALID_ARGUMENT;
+  if(spec->expected_sha256 && (spec->range_end >= 0 || spec->range_start > 0))
+    return CT_E_INVALID_ARGUMENT;
 
   t = calloc(1, sizeof(*t));
   if(!t)
@@ -110,6 +115,11 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->spec.client_key = NULL;
   t->spec.user_password = NULL;
   t->spec.counters = NULL;
+  t->spec.journal_path = NULL;
+  t->spec.expected_sha256 = NULL;
+  if(cti_journal_create(t, spec) != CT_OK ||
+     cti_checksum_create(t, spec->expected_sha256) != CT_OK)
+    goto nomem;
   if(!t->url || (spec->method && !t->method))
     goto nomem;
   for(i = 0; i < spec->header_count; i++) {
@@ -221,8 +231,14 @@ static int is_redirect_to_follow(struct cti_transfer *t)
   if(t->status != 301 && t->status != 302 && t->status != 303 &&
      t->status != 307 && t->status != 308)
     return 0;
-  if(curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &location) !=
-     CURLE_OK || !location)
+  /* CURLINFO_REDIRECT_URL is only filled when curl does NOT follow
+   * (libcurl 7.88 sets it for "fake" follows only), so look for the
+   * Location header of this hop ourselves; curl follows exactly those. */
+  if(curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &location) ==
+     CURLE_OK && location)
+    return 1;
+  if(!t->hdr || (strncasecmp(t->hdr, "Location:", 9) != 0 &&
+                 !strcasestr(t->hdr, "\nLocation:")))
     return 0;
   /* When the maximum is reached curl stops and reports an error: that hop
    * is not final either, the error is. */
@@ -253,6 +269,14 @@ static void deliver_head(struct cti_transfer *t)
       counter_store(&t->counters->bytes_received, 0);
     }
   }
+  if(t->status == 206 && (t->resume_offset > 0 || t->range_start >= 0)) {
+    /* Bytes at the wrong offset would corrupt the file silently. */
+    int64_t want = (t->range_start >= 0 ? t->range_start : 0) +
+      t->resume_offset;
+    if(t->content_range_start != want)
+      set_local_error(t, CT_E_BAD_RESPONSE, 0,
+                      "the server sent another range than asked for");
+  }
   if(t->range_start >= 0 && t->range_end >= 0 && t->status == 200 &&
      (t->flags & CT_FLAG_FAIL_ON_RANGE_IGNORED)) {
     set_local_error(t, CT_E_BAD_RESPONSE, 0, "server ignored the Range");
@@ -269,7 +293,8 @@ static void deliver_head(struct cti_transfer *t)
     int truncate_file = 1;
     ct_code rc;
     if(t->range_start >= 0) {
-      offset = t->range_start;
+      /* A resumed segment continues inside its range. */
+      offset = t->range_start + t->resume_offset;
       truncate_file = 0;
     }
     else if(offset > 0)
@@ -282,6 +307,8 @@ static void deliver_head(struct cti_transfer *t)
       if(!(t->flags & CT_FLAG_NO_PREALLOCATE))
         cti_sink_preallocate(&t->sink, expected);
     }
+    if(t->local_code == CT_OK && cti_checksum_on_head(t) == CT_OK)
+      (void)cti_journal_on_head(t);   /* failures set local_code */
   }
   else if(t->sink.kind == CT_SINK_FILE && t->local_code == CT_OK) {
     /* An error page still goes to a file, as with URLSession: open it
@@ -391,6 +418,9 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
   }
   if(t->status >= 300 && t->status < 400 && is_redirect_to_follow(t))
     return len;            /* body of a redirect we follow */
+  if(cti_rate_blocked(t, CTI_RECV))
+    return CURL_WRITEFUNC_PAUSE;   /* redelivered after the rate timer */
+  cti_rate_consume(t, CTI_RECV, len);
   if(t->sink.kind == CT_SINK_STREAM) {
     struct ct_callbacks *cb = &t->loop->config.callbacks;
     if(cb->on_data)
@@ -398,6 +428,10 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
   }
   else {
     rc = cti_sink_write(&t->sink, data, len);
+    if(rc == CT_OK) {
+      cti_checksum_update(t, data, len);
+      rc = cti_journal_after_write(t);
+    }
     if(rc != CT_OK) {
       set_local_error(t, rc, t->sink.sys_errno,
                       "cannot write the response body");
@@ -416,6 +450,8 @@ static size_t read_cb(char *buffer, size_t size, size_t nitems, void *userp)
   size_t want = cap;
   ssize_t n;
 
+  if(cti_rate_blocked(t, CTI_SEND))
+    return CURL_READFUNC_PAUSE;
   if(t->body_kind == CT_BODY_PULL) {
     struct ct_callbacks *cb = &t->loop->config.callbacks;
     int64_t got = cb->on_read ? cb->on_read(t->ctx, buffer, cap) : -1;
@@ -424,6 +460,7 @@ static size_t read_cb(char *buffer, size_t size, size_t nitems, void *userp)
       return CURL_READFUNC_ABORT;
     }
     t->body_pos += got;
+    cti_rate_consume(t, CTI_SEND, (size_t)got);
     return (size_t)got;
   }
   if(t->body_kind != CT_BODY_FILE)
@@ -448,6 +485,7 @@ static size_t read_cb(char *buffer, size_t size, size_t nitems, void *userp)
     return CURL_READFUNC_ABORT;
   }
   t->body_pos += n;
+  cti_rate_consume(t, CTI_SEND, (size_t)n);
   return (size_t)n;
 }
 
@@ -617,6 +655,9 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
      * instead of failing with "server does not support byte ranges". */
     snprintf(range, sizeof(range), "%lld-", (long long)t->resume_offset);
     SETOPT(CURLOPT_RANGE, range);
+  }
+  if(t->range_start >= 0 || t->resume_offset > 0) {
+    /* Segments too: every range must come from the same version. */
     if(t->if_range) {
       char *line = NULL;
       struct curl_slist *n;
@@ -643,12 +684,7 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     SETOPT(CURLOPT_LOW_SPEED_LIMIT, (long)t->spec.low_speed_limit);
     SETOPT(CURLOPT_LOW_SPEED_TIME, (long)t->spec.low_speed_time_s);
   }
-  if(t->spec.max_recv_speed > 0)
-    SETOPT(CURLOPT_MAX_RECV_SPEED_LARGE,
-           (curl_off_t)t->spec.max_recv_speed);
-  if(t->spec.max_send_speed > 0)
-    SETOPT(CURLOPT_MAX_SEND_SPEED_LARGE,
-           (curl_off_t)t->spec.max_send_speed);
+  /* max_recv_speed / max_send_speed: token buckets in ct_ratelimit.c. */
   if(t->userpwd) {
     SETOPT(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
     SETOPT(CURLOPT_USERPWD, t->userpwd);
@@ -811,6 +847,8 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   else
     r.metrics.queued = cti_now() - t->submit_time;
 
+  if(code == CT_OK && t->checksum)
+    code = cti_checksum_verify(t);
   if(code == CT_OK && t->sink.kind == CT_SINK_FILE) {
     if(t->sink.fd < 0 && t->local_code == CT_OK) {
       /* An empty body never opened the file: create it now so that a
@@ -827,6 +865,9 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   }
   if(code != CT_OK && t->sink.kind == CT_SINK_FILE)
     cti_sink_abandon(&t->sink, keep && code != CT_E_CHECKSUM);
+  if(t->journal)
+    cti_journal_finish(t, code == CT_OK ? !t->sink.path :
+                       keep && code != CT_E_CHECKSUM);
 
   r.code = code;
   r.curl_code = (int32_t)cc;
@@ -916,5 +957,7 @@ void cti_transfer_free(struct cti_transfer *t)
   free(t->hdr);
   free(t->etag);
   free(t->last_modified);
+  cti_journal_free(t->journal);
+  cti_checksum_free(t->checksum);
   free(t);
 }

@@ -94,6 +94,30 @@ struct ct_transfer_spec {
 
   /* Optional counters block the loop writes (see ct_counters.h). */
   struct ct_counters *_Nullable counters;
+
+  /* Crash-safe resume (file sinks). With `journal_path` set, the loop keeps
+   * a small text journal there (format in ct_journal.c): the URL, the
+   * response's validators, the segment range and `durable`, the file
+   * offset up to which the part file holds response bytes. The journal
+   * only ever claims bytes that were written and fdatasync'd before it was
+   * replaced (temp file + fsync + rename + fsync of the directory), so a
+   * kill -9 or a power loss at any moment leaves a journal the next run
+   * can trust after truncating the part file to `durable` (segments: after
+   * resuming each range from its own journal). It is rewritten when the
+   * response head arrives, then at most every `journal_interval_bytes`
+   * (0: 64 MiB) or `journal_interval_ms` (0: 1000) of body, and last when
+   * the transfer ends: removed after the part file was renamed to
+   * sink_path, kept (final count) when the part file is kept. */
+  const char *_Nullable journal_path;
+  int64_t journal_interval_bytes;
+  int64_t journal_interval_ms;
+  /* Integrity: the expected SHA-256 (CT_SHA256_LENGTH = 32 raw bytes) of
+   * the whole body, hashed on the loop thread as the bytes are written; a
+   * resumed transfer first hashes the part file's existing prefix once.
+   * On mismatch the transfer fails with CT_E_CHECKSUM, the message gives
+   * both digests and nothing is placed at sink_path. Whole bodies only:
+   * with a segment range it is refused (CT_E_INVALID_ARGUMENT). */
+  const uint8_t *_Nullable expected_sha256;
 };
 
 /* Fill a spec with defaults (GET, memory sink, 30 s connect timeout). */

@@ -383,11 +383,11 @@ public final class SessionManager: Sendable {
         state.withLock { $0.adopted[ObjectIdentifier(task)] }
     }
 
-    private func nextIdentifier() -> Int {
+    func nextIdentifier() -> Int {
         Self.identifiers.add(1, ordering: .relaxed).newValue
     }
 
-    private func register<T: TransferTask>(_ task: T) -> T {
+    func register<T: TransferTask>(_ task: T) -> T {
         let (invalidated, description) = state.withLock { state -> (Bool, String?) in
             guard !state.invalidated else { return (true, nil) }
             state.tasks[task.taskIdentifier] = task

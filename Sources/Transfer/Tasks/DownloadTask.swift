@@ -15,18 +15,40 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     let destination: Destination?
     let completionHandler: CompletionHandler?
     let resume: ResumeData?
+    let options: DownloadOptions
+    /// The expected digest's 32 bytes, owned by the task (freed in deinit),
+    /// or nil; `digestError` when the hex in `options` is bad.
+    private let expectedDigest: UnsafeMutablePointer<UInt8>?
+    private let digestError: TransferError?
     /// Where the engine writes when the destination is only known at the end.
     let temporaryPath: String
     private let location = Protected<URL?>(nil)
+    /// The offset this task asked to continue at (resume data or journal).
+    private let startOffset = Protected<Int64>(0)
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
          fixedDestination: URL?, destination: Destination?, resume: ResumeData?,
-         completionHandler: CompletionHandler?)
+         options: DownloadOptions = DownloadOptions(), completionHandler: CompletionHandler?)
     {
         self.fixedDestination = fixedDestination
         self.destination = destination
         self.completionHandler = completionHandler
         self.resume = resume
+        self.options = options
+        do throws(TransferError) {
+            if let bytes = try options.expectedDigest() {
+                let pointer = UnsafeMutablePointer<UInt8>.allocate(capacity: 32)
+                pointer.initialize(from: bytes, count: 32)
+                expectedDigest = pointer
+            } else {
+                expectedDigest = nil
+            }
+            digestError = nil
+        } catch {
+            expectedDigest = nil
+            digestError = error
+        }
+        startOffset.withLock { $0 = resume?.bytesOnDisk ?? 0 }
         self.temporaryPath = resume?.partialFilePath
             ?? session.temporaryDirectory.appendingPathComponent("download-\(UUID().uuidString).part").path
         super.init(session: session, identifier: identifier, request: request, delegate: delegate)
@@ -35,13 +57,23 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         }
     }
 
+    deinit {
+        expectedDigest?.deallocate()
+    }
+
     override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
+        if let digestError { throw digestError }
         spec.sink_kind = CT_SINK_FILE
+        if let expectedDigest { spec.expected_sha256 = UnsafePointer(expectedDigest) }
+        if options.speedLimit > 0 { spec.max_recv_speed = options.speedLimit }
         if let fixedDestination, resume == nil {
             let directory = fixedDestination.deletingLastPathComponent()
             try FileMover.ensureDirectory(directory)
             spec.sink_path = UnsafePointer(strings.make(fixedDestination.path))
             spec.sink_part_path = UnsafePointer(strings.make(fixedDestination.path + ".part"))
+            if options.resumable {
+                configureJournal(&spec, strings: strings, partPath: fixedDestination.path + ".part")
+            }
         } else {
             try FileMover.ensureDirectory(URL(fileURLWithPath: temporaryPath).deletingLastPathComponent())
             spec.sink_part_path = UnsafePointer(strings.make(temporaryPath))
@@ -52,7 +84,36 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         }
     }
 
-    override func needsResponseEvent() -> Bool { resume != nil }
+    /// Resumable downloads: continue from the journal next to the part
+    /// file when it matches this request, else start clean.
+    private func configureJournal(_ spec: inout ct_transfer_spec, strings: CStrings, partPath: String) {
+        let journalPath = partPath + ".journal"
+        spec.journal_path = UnsafePointer(strings.make(journalPath))
+        spec.journal_interval_bytes = options.journalIntervalBytes
+        spec.journal_interval_ms = options.journalIntervalMilliseconds
+        spec.flags |= UInt32(CT_FLAG_KEEP_PARTIAL)
+        if let journal = ResumeJournal.read(at: journalPath), journal.rangeStart < 0,
+            journal.url == originalRequest.url.absoluteString, journal.durable > 0,
+            ResumeJournal.fileSize(partPath) >= journal.durable,
+            // Bytes past `durable` were never confirmed: drop them.
+            truncate(partPath, off_t(journal.durable)) == 0
+        {
+            // A part file that may already be complete (killed between the
+            // last journal update and the rename) would get 416 for
+            // "bytes=<length>-": ask again for its last byte instead.
+            let complete = journal.length < 0 || journal.durable >= journal.length
+            let offset = complete ? journal.durable - 1 : journal.durable
+            spec.resume_offset = offset
+            spec.if_range = UnsafePointer(strings.make(journal.validator))
+            startOffset.withLock { $0 = offset }
+            core.withLock { $0.download.resumeOffset = offset }
+        } else {
+            unlink(partPath)
+            unlink(journalPath)
+        }
+    }
+
+    override func needsResponseEvent() -> Bool { startOffset.withLock { $0 } > 0 }
 
     /// An intermediate hop (redirect, 401) was written like a body: remove it.
     override func discardHopResult() {
@@ -62,13 +123,19 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     }
 
     override func didReceiveResponse(_ response: HTTPResponse) {
-        guard let resume else { return }
         // A 206 continues at the offset; anything else restarted from zero.
-        let offset: Int64 = response.statusCode == 206 ? resume.bytesOnDisk : 0
+        let offset: Int64 = response.statusCode == 206 ? startOffset.withLock { $0 } : 0
+        if offset == 0 { core.withLock { $0.download.resumeOffset = 0 } }
         let (hooks, delegate) = session.observers
         hooks.downloadTaskDidResume?(session, self, offset, countOfBytesExpectedToReceive)
         delegate?.session(session, downloadTask: self, didResumeAtOffset: offset,
                           expectedTotalBytes: countOfBytesExpectedToReceive)
+    }
+
+    /// Cancels the task. A resumable task keeps its part file and journal,
+    /// so that a later task (or process) continues from them.
+    public override func cancel() {
+        cancel(keepingPartialData: options.resumable)
     }
 
     override func deliverProgress() {

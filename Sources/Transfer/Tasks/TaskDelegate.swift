@@ -36,15 +36,25 @@ final class TaskDelegate: Sendable {
         return pair
     }
 
+    /// The counts last handed to each closure: a direction whose counts did
+    /// not move is not reported again (100 % arrives exactly once).
+    private let lastDelivered = Protected<(upload: [Int64], download: [Int64])>(([], []))
+
     /// On the delegate queue.
     func progressDidChange(task: TransferTask, upload: TransferProgress, download: TransferProgress) {
         if let pair = progressObjects.withLock({ $0 }) {
             pair.update(upload: upload, download: download)
         }
-        if let handler = uploadProgressHandler, upload.totalUnitCount != 0 || upload.completedUnitCount != 0 {
+        let (newUpload, newDownload) = lastDelivered.withLock { last -> (Bool, Bool) in
+            let up = [upload.completedUnitCount, upload.totalUnitCount]
+            let down = [download.completedUnitCount, download.totalUnitCount]
+            defer { last = (up, down) }
+            return (up != last.upload, down != last.download)
+        }
+        if newUpload, let handler = uploadProgressHandler, upload.totalUnitCount != 0 || upload.completedUnitCount != 0 {
             handler(upload)
         }
-        downloadProgressHandler?(download)
+        if newDownload { downloadProgressHandler?(download) }
     }
 }
 

@@ -41,6 +41,8 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         var progressObservers: [Int: ProgressObserver] = [:]
         var stateObservers: [Int: StateObserver] = [:]
         var resumeDataHandler: (@Sendable (Data?) -> Void)?
+        /// Set by ``setSpeedLimit(receive:send:)``; applied at start and while running.
+        var speedLimit: SpeedLimit?
         var waiter: (any TaskWaiter)?
         var waiterFired = false
         var redirects = 0
@@ -217,6 +219,10 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             spec.counters = counters
             if wantsDisposition() { spec.flags |= UInt32(CT_FLAG_AWAIT_DISPOSITION) }
             try configure(&spec, strings: strings)
+            if let limit = core.withLock({ $0.speedLimit }) {
+                spec.max_recv_speed = limit.receive
+                spec.max_send_speed = limit.send
+            }
         } catch {
             finishLocally(error)
             return
@@ -228,10 +234,12 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             error.url = request.url
             finishLocally(error)
         case .success(let id):
-            let cancelNow: Bool = core.withLock { core in
+            let (cancelNow, limit) = core.withLock { core in
                 core.engineID = id
-                return core.cancelWhenSubmitted
+                return (core.cancelWhenSubmitted, core.speedLimit)
             }
+            // A limit set between building the spec and knowing the id.
+            if let limit { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
             if cancelNow {
                 session.engine.cancel(id, keepPartial: core.withLock { $0.keepPartialOnCancel })
             }

@@ -1,0 +1,152 @@
+/*
+ * ct_ratelimit.c - bandwidth limits as token buckets, per transfer and
+ * shared by all transfers of a loop.
+ *
+ * libcurl's own limiter (CURLOPT_MAX_RECV_SPEED_LARGE) does not hold on
+ * fast links with the libcurl we ship against (7.88: a 1 MiB/s limit lets
+ * 4 MiB through loopback in 0.1 s), and dividing a shared budget by the
+ * number of transfers wastes what idle ones leave. So the engine keeps its
+ * own buckets: the write (download) and read (upload) callbacks take
+ * tokens for the bytes they pass on; a transfer in debt is paused with
+ * CURL_WRITEFUNC_PAUSE / CURL_READFUNC_PAUSE, and a timerfd of the loop
+ * unpauses it when the debt is repaid. A chunk larger than the bucket goes
+ * through and leaves the bucket in debt, so the average rate holds however
+ * large libcurl's buffers are.
+ *
+ * Everything runs on the loop thread.
+ */
+#define _GNU_SOURCE
+#include "ct_internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+/* Bytes a bucket may hold: 100 ms of its rate, at least 16 KiB. */
+static double burst_of(int64_t rate)
+{
+  double burst = (double)rate / 10.0;
+  return burst < 16384.0 ? 16384.0 : burst;
+}
+
+static void refill(struct cti_bucket *b, int64_t rate, double now)
+{
+  if(rate <= 0) {
+    b->tokens = 0;
+    b->last = 0;
+    return;
+  }
+  if(b->last <= 0) {
+    b->tokens = burst_of(rate);   /* a fresh bucket starts full */
+  }
+  else {
+    b->tokens += (now - b->last) * (double)rate;
+    if(b->tokens > burst_of(rate))
+      b->tokens = burst_of(rate);
+  }
+  b->last = now;
+}
+
+static int64_t task_rate(struct cti_transfer *t, int dir)
+{
+  return dir == CTI_RECV ? t->spec.max_recv_speed : t->spec.max_send_speed;
+}
+
+static int64_t loop_rate(struct ct_loop *loop, int dir)
+{
+  return dir == CTI_RECV ? loop->total_recv_limit : loop->total_send_limit;
+}
+
+ct_code cti_rate_open(struct ct_loop *loop)
+{
+  struct epoll_event ev;
+  loop->rate_timerfd = timerfd_create(CLOCK_MONOTONIC,
+                                      TFD_CLOEXEC | TFD_NONBLOCK);
+  if(loop->rate_timerfd < 0)
+    return CT_E_SYSTEM;
+  memset(&ev, 0, sizeof(ev));
+  ev.events = EPOLLIN;
+  ev.data.fd = loop->rate_timerfd;
+  if(epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->rate_timerfd, &ev) != 0)
+    return CT_E_SYSTEM;
+  return CT_OK;
+}
+
+void cti_rate_close(struct ct_loop *loop)
+{
+  if(loop->rate_timerfd >= 0)
+    close(loop->rate_timerfd);
+  loop->rate_timerfd = -1;
+}
+
+static void arm(struct ct_loop *loop, double now, double wait)
+{
+  struct itimerspec its;
+  double deadline = now + wait;
+  if(loop->rate_deadline > 0 && loop->rate_deadline <= deadline)
+    return;           /* an earlier wake-up is already set */
+  if(wait < 0.001)
+    wait = 0.001;     /* zero would disarm the timer */
+  memset(&its, 0, sizeof(its));
+  its.it_value.tv_sec = (time_t)wait;
+  its.it_value.tv_nsec = (long)((wait - (double)(time_t)wait) * 1e9);
+  if(timerfd_settime(loop->rate_timerfd, 0, &its, NULL) == 0)
+    loop->rate_deadline = deadline;
+}
+
+int cti_rate_blocked(struct cti_transfer *t, int dir)
+{
+  struct ct_loop *loop = t->loop;
+  int64_t own = task_rate(t, dir);
+  int64_t shared = loop_rate(loop, dir);
+  double now;
+  double wait = 0;
+
+  if(own <= 0 && shared <= 0)
+    return 0;
+  now = cti_now();
+  refill(&t->bucket[dir], own, now);
+  refill(&loop->total_bucket[dir], shared, now);
+  if(own > 0 && t->bucket[dir].tokens < 0)
+    wait = -t->bucket[dir].tokens / (double)own;
+  if(shared > 0 && loop->total_bucket[dir].tokens < 0) {
+    double w = -loop->total_bucket[dir].tokens / (double)shared;
+    if(w > wait)
+      wait = w;
+  }
+  if(wait <= 0)
+    return 0;
+  t->rate_paused = 1;
+  arm(loop, now, wait);
+  return 1;
+}
+
+void cti_rate_consume(struct cti_transfer *t, int dir, size_t len)
+{
+  if(task_rate(t, dir) > 0)
+    t->bucket[dir].tokens -= (double)len;
+  if(loop_rate(t->loop, dir) > 0)
+    t->loop->total_bucket[dir].tokens -= (double)len;
+}
+
+void cti_rate_on_timer(struct ct_loop *loop)
+{
+  struct cti_transfer *t;
+  uint64_t expirations;
+  while(read(loop->rate_timerfd, &expirations, sizeof(expirations)) < 0 &&
+        errno == EINTR)
+    ;
+  loop->rate_deadline = 0;
+  /* Let every rate-paused transfer try again: its callback takes tokens
+   * or pauses it once more (and re-arms the timer). Transfers paused by
+   * the user or waiting for a disposition stay paused. */
+  for(t = loop->all; t; t = t->next) {
+    if(!t->rate_paused)
+      continue;
+    t->rate_paused = 0;
+    if(t->added && !t->paused_by_user && !t->paused_for_disposition)
+      curl_easy_pause(t->easy, CURLPAUSE_CONT);
+  }
+}

@@ -1,0 +1,639 @@
+import CTransfer
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One file downloaded over several connections with `Range` requests,
+/// written with positional writes into one preallocated part file, and
+/// observed as one transfer.
+///
+/// It asks with `HEAD` for the length, `Accept-Ranges` and a validator;
+/// without ranges (or a length) it falls back to one plain download. With
+/// ``DownloadOptions/resumable`` it survives restarts like a plain download:
+/// a manifest `<destination>.part.segments` names the ranges, and each
+/// range keeps its own journal `<destination>.part.seg<i>.journal`.
+///
+/// ```swift
+/// let download = session.segmentedDownload(with: request, to: file, segments: 4)
+/// download.observeProgress(.download, on: .main) { print($0.fractionCompleted) }
+/// let url = try await download.value
+/// ```
+public final class SegmentedDownload: ObservableTransfer, Sendable {
+    public typealias CompletionHandler = @Sendable (HTTPResponse?, URL?, TransferError?) -> Void
+
+    public let request: Request
+    public let destination: URL
+    /// How many connections were asked for (``segmentsUsed`` says how many ran).
+    public let segmentCount: Int
+    public let options: DownloadOptions
+    let session: SessionManager
+    private let completionHandler: CompletionHandler?
+    private let progressHandler: (@Sendable (TransferProgress) -> Void)?
+    private let core = Protected(Core())
+
+    private struct Core {
+        var state: TaskState = .suspended
+        var started = false
+        var cancelled = false
+        var finished = false
+        var response: HTTPResponse?
+        var error: TransferError?
+        var total: Int64 = -1
+        var initialBytes: Int64 = 0
+        var startTime: Double = 0
+        var segments: [Segment] = []
+        var running = 0
+        var single: DownloadTask?
+        var headID: UInt64 = 0
+        var segmentsUsed = 0
+        var progressPending = false
+        var nextObserverID = 0
+        var progressObservers: [Int: (DispatchQueue, @Sendable (TransferProgress) -> Void)] = [:]
+        var stateObservers: [Int: (DispatchQueue, @Sendable (TaskState) -> Void)] = [:]
+        var waiters: [@Sendable (Result<URL, TransferError>) -> Void] = []
+        var result: Result<URL, TransferError>?
+    }
+
+    /// One range and its engine transfer.
+    final class Segment: @unchecked Sendable {
+        // @unchecked Sendable: `counters` is written by the engine thread with
+        // atomics and read with ct_counters_* (atomic loads); `engineID` and
+        // `done` are only touched under SegmentedDownload.core's lock.
+        let index: Int
+        let start: Int64
+        let end: Int64
+        let resumeOffset: Int64
+        let counters: UnsafeMutablePointer<ct_counters>
+        var engineID: UInt64 = 0
+        var done = false
+
+        init?(index: Int, start: Int64, end: Int64, resumeOffset: Int64) {
+            self.index = index
+            self.start = start
+            self.end = end
+            self.resumeOffset = resumeOffset
+            var block: UnsafeMutablePointer<ct_counters>?
+            guard ct_counters_create(&block) == CT_OK, let block else { return nil }
+            counters = block
+        }
+
+        deinit { ct_counters_destroy(counters) }
+
+        var received: Int64 { max(resumeOffset, ct_counters_received(counters)) }
+    }
+
+    init(session: SessionManager, request: Request, destination: URL, segments: Int, options: DownloadOptions,
+         progress: (@Sendable (TransferProgress) -> Void)?, completionHandler: CompletionHandler?)
+    {
+        self.session = session
+        self.request = request
+        self.destination = destination
+        self.segmentCount = max(1, min(segments, 64))
+        self.options = options
+        self.progressHandler = progress
+        self.completionHandler = completionHandler
+    }
+
+    var partPath: String { destination.path + ".part" }
+    var manifestPath: String { partPath + ".segments" }
+    func journalPath(_ index: Int) -> String { partPath + ".seg\(index).journal" }
+
+    // MARK: - Public state
+
+    public var state: TaskState { core.withLock { $0.state } }
+    public var response: HTTPResponse? { core.withLock { $0.response } }
+    public var error: TransferError? { core.withLock { $0.error } }
+    /// Connections used: `segmentCount`, or 1 after a fallback (0 before start).
+    public var segmentsUsed: Int { core.withLock { $0.segmentsUsed } }
+
+    /// The file URL once the download completed, or the error.
+    public var value: URL {
+        get async throws(TransferError) {
+            resume()
+            let result: Result<URL, TransferError> = await withCheckedContinuation { continuation in
+                let done = core.withLock { core -> Result<URL, TransferError>? in
+                    if let result = core.result { return result }
+                    core.waiters.append { continuation.resume(returning: $0) }
+                    return nil
+                }
+                if let done { continuation.resume(returning: done) }
+            }
+            return try result.get()
+        }
+    }
+
+    public func progress(_ direction: ProgressDirection) -> TransferProgress {
+        direction == .upload ? TransferProgress(completedUnitCount: 0, totalUnitCount: 0) : currentProgress()
+    }
+
+    private func currentProgress() -> TransferProgress {
+        core.withLock { core in
+            if let single = core.single { return single.progress(.download) }
+            let received = core.segments.reduce(Int64(0)) { $0 + $1.received }
+            let elapsed = core.startTime > 0 ? Date().timeIntervalSince1970 - core.startTime : 0
+            return TransferProgress(completedUnitCount: received, totalUnitCount: core.total, elapsed: elapsed,
+                                    resumeOffset: core.initialBytes)
+        }
+    }
+
+    @discardableResult
+    public func observeProgress(_ direction: ProgressDirection, on queue: DispatchQueue,
+                                _ handler: @escaping @Sendable (TransferProgress) -> Void) -> ObservationToken
+    {
+        guard direction == .download else { return ObservationToken {} }
+        let id: Int? = core.withLock { core in
+            guard !core.finished else { return nil }
+            core.nextObserverID += 1
+            core.progressObservers[core.nextObserverID] = (queue, handler)
+            return core.nextObserverID
+        }
+        guard let id else { return ObservationToken {} }
+        return ObservationToken { [weak self] in _ = self?.core.withLock { $0.progressObservers.removeValue(forKey: id) } }
+    }
+
+    @discardableResult
+    public func observeState(on queue: DispatchQueue,
+                             _ handler: @escaping @Sendable (TaskState) -> Void) -> ObservationToken
+    {
+        let id: Int? = core.withLock { core in
+            guard !core.finished else { return nil }
+            core.nextObserverID += 1
+            core.stateObservers[core.nextObserverID] = (queue, handler)
+            return core.nextObserverID
+        }
+        guard let id else { return ObservationToken {} }
+        return ObservationToken { [weak self] in _ = self?.core.withLock { $0.stateObservers.removeValue(forKey: id) } }
+    }
+
+    // MARK: - Control
+
+    /// Starts the download (once; later calls do nothing).
+    public func resume() {
+        let start = core.withLock { core -> Bool in
+            guard !core.started else { return false }
+            core.started = true
+            core.state = .running
+            core.startTime = Date().timeIntervalSince1970
+            return true
+        }
+        guard start else { return }
+        notifyState(.running)
+        probe()
+    }
+
+    /// Cancels every connection. A resumable download keeps its part file,
+    /// manifest and journals for a later run; otherwise they are removed.
+    public func cancel() {
+        let (ids, single, headID) = core.withLock { core -> ([UInt64], DownloadTask?, UInt64) in
+            guard !core.finished, !core.cancelled else { return ([], nil, 0) }
+            core.cancelled = true
+            if core.error == nil { core.error = TransferError(.cancelled, "cancelled", url: request.url) }
+            core.state = .canceling
+            return (core.segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID), core.single, core.headID)
+        }
+        if headID != 0 { session.engine.cancel(headID) }
+        single?.cancel()
+        for id in ids { session.engine.cancel(id, keepPartial: options.resumable) }
+        let idle = core.withLock { $0.started && $0.running == 0 && $0.single == nil && $0.headID == 0 }
+        if idle { session.delegateQueue.async { self.finish() } }
+    }
+
+    // MARK: - Probing
+
+    private func probe() {
+        var head = request
+        head.method = .head
+        let strings = CStrings()
+        defer { strings.free() }
+        var spec = ct_transfer_spec()
+        ct_transfer_spec_init(&spec)
+        do throws(TransferError) {
+            try session.fillSpec(&spec, for: head, strings: strings)
+        } catch {
+            fail(error)
+            return
+        }
+        let captured = Protected<ResponseHead?>(nil)
+        let events = TransferEvents(
+            onResponse: { head in captured.withLock { $0 = head } },
+            onProgress: nil, onData: nil,
+            onFinish: { [self] outcome in
+                let head = captured.withLock { $0 }
+                session.delegateQueue.async { self.didProbe(head, outcome) }
+            },
+            onRead: nil, onRewind: nil)
+        switch session.engine.submit(&spec, events: events) {
+        case .failure(let error): fail(error)
+        case .success(let id):
+            let cancelNow = core.withLock { core -> Bool in
+                core.headID = id
+                return core.cancelled
+            }
+            if cancelNow { session.engine.cancel(id) }
+        }
+    }
+
+    /// On the delegate queue.
+    private func didProbe(_ head: ResponseHead?, _ outcome: Outcome) {
+        core.withLock { $0.headID = 0 }
+        if core.withLock({ $0.cancelled }) {
+            finish()
+            return
+        }
+        guard let head, outcome.succeeded, head.status == 200 else {
+            // HEAD refused or odd: a plain download still has its chance.
+            startSingle()
+            return
+        }
+        let url = URL(string: head.url) ?? request.url
+        let response = HTTPResponse(url: url, statusCode: head.status, headers: head.headers,
+                                    httpVersion: head.httpVersion)
+        core.withLock { $0.response = response }
+        let ranges = head.headers["Accept-Ranges"]?.lowercased().contains("bytes") == true
+        let length = head.contentLength >= 0 ? head.contentLength : response.expectedContentLength
+        let validator: String? = {
+            if let etag = head.headers["ETag"], !etag.hasPrefix("W/") { return etag }
+            return head.headers["Last-Modified"]
+        }()
+        // Below 1 MiB per connection the extra round trips cost more than they bring.
+        guard ranges, length >= Int64(segmentCount) * 1 << 20, segmentCount > 1 else {
+            startSingle()
+            return
+        }
+        do throws(TransferError) {
+            try startSegments(length: length, validator: validator)
+        } catch {
+            fail(error)
+        }
+    }
+
+    // MARK: - One connection
+
+    private func startSingle() {
+        let task = session.downloadTask(with: request, to: destination, options: options,
+                                        progress: nil) { [self] response, url, error in
+            session.delegateQueue.async {
+                self.core.withLock { core in
+                    if let response { core.response = response }
+                    if let error, core.error == nil { core.error = error }
+                    core.single = nil
+                }
+                self.finish(fileURL: url)
+            }
+        }
+        let cancelled = core.withLock { core -> Bool in
+            core.single = task
+            core.segmentsUsed = 1
+            return core.cancelled
+        }
+        task.observeProgress(.download, on: session.delegateQueue) { [self] progress in deliver(progress) }
+        task.resume()
+        if cancelled { task.cancel() }
+    }
+
+    // MARK: - Segments
+
+    private struct Manifest: Codable, Equatable {
+        var url: String
+        var validator: String?
+        var length: Int64
+        var ranges: [[Int64]]
+    }
+
+    private func startSegments(length: Int64, validator: String?) throws(TransferError) {
+        try FileMover.ensureDirectory(destination.deletingLastPathComponent())
+        var ranges: [[Int64]] = []
+        let size = length / Int64(segmentCount)
+        for index in 0..<segmentCount {
+            let start = Int64(index) * size
+            let end = index == segmentCount - 1 ? length - 1 : start + size - 1
+            ranges.append([start, end])
+        }
+        let manifest = Manifest(url: request.url.absoluteString, validator: validator, length: length, ranges: ranges)
+        var offsets = Array(repeating: Int64(0), count: segmentCount)
+        if options.resumable, let old = readManifest(), old == manifest,
+            ResumeJournal.fileSize(partPath) == length
+        {
+            // Same file on the server and the same split: each range goes on
+            // from what its journal confirms.
+            for (index, range) in ranges.enumerated() {
+                if let journal = ResumeJournal.read(at: journalPath(index)), journal.url == manifest.url,
+                    journal.rangeStart == range[0], journal.rangeEnd == range[1],
+                    journal.validator == nil || journal.validator == validator
+                {
+                    offsets[index] = journal.durable - range[0]
+                }
+            }
+        } else {
+            removeFiles()
+            try preallocate(length)
+            if options.resumable { try writeManifest(manifest) }
+        }
+        var segments: [Segment] = []
+        for (index, range) in ranges.enumerated() {
+            guard let segment = Segment(index: index, start: range[0], end: range[1], resumeOffset: offsets[index])
+            else { throw TransferError(.internalError, "cannot allocate counters (out of memory)") }
+            segment.done = offsets[index] == range[1] - range[0] + 1
+            segments.append(segment)
+        }
+        let (cancelled, pending) = core.withLock { core -> (Bool, [Segment]) in
+            core.total = length
+            core.segments = segments
+            core.segmentsUsed = segmentCount
+            core.initialBytes = offsets.reduce(0, +)
+            let pending = segments.filter { !$0.done }
+            core.running = pending.count
+            return (core.cancelled, pending)
+        }
+        if cancelled || pending.isEmpty {
+            core.withLock { $0.running = 0 }
+            finish()
+            return
+        }
+        for segment in pending { submit(segment, validator: validator) }
+    }
+
+    private func submit(_ segment: Segment, validator: String?) {
+        let strings = CStrings()
+        defer { strings.free() }
+        var spec = ct_transfer_spec()
+        ct_transfer_spec_init(&spec)
+        do throws(TransferError) {
+            try session.fillSpec(&spec, for: request, strings: strings)
+        } catch {
+            segmentDidFinish(segment, error: error)
+            return
+        }
+        spec.sink_kind = CT_SINK_FILE
+        spec.sink_part_path = UnsafePointer(strings.make(partPath))
+        spec.range_start = segment.start
+        spec.range_end = segment.end
+        spec.resume_offset = segment.resumeOffset
+        spec.if_range = UnsafePointer(strings.make(validator))
+        spec.flags |= UInt32(CT_FLAG_FAIL_ON_RANGE_IGNORED) | UInt32(CT_FLAG_NO_PREALLOCATE)
+        if options.resumable {
+            spec.flags |= UInt32(CT_FLAG_KEEP_PARTIAL)
+            spec.journal_path = UnsafePointer(strings.make(journalPath(segment.index)))
+            spec.journal_interval_bytes = options.journalIntervalBytes
+            spec.journal_interval_ms = options.journalIntervalMilliseconds
+        }
+        if options.speedLimit > 0 { spec.max_recv_speed = max(1, options.speedLimit / Int64(segmentCount)) }
+        spec.counters = segment.counters
+        let events = TransferEvents(
+            onResponse: nil,
+            onProgress: { [self] _ in scheduleProgress() },
+            onData: nil,
+            onFinish: { [self] outcome in
+                session.delegateQueue.async { self.segmentDidFinish(segment, error: outcome.error(url: self.request.url)) }
+            },
+            onRead: nil, onRewind: nil)
+        switch session.engine.submit(&spec, events: events) {
+        case .failure(let error):
+            segmentDidFinish(segment, error: error)
+        case .success(let id):
+            let cancelNow = core.withLock { core -> Bool in
+                segment.engineID = id
+                return core.cancelled
+            }
+            if cancelNow { session.engine.cancel(id, keepPartial: options.resumable) }
+        }
+    }
+
+    /// On the delegate queue (or the caller's, for a refused submit).
+    private func segmentDidFinish(_ segment: Segment, error: TransferError?) {
+        let (others, allDone) = core.withLock { core -> ([UInt64], Bool) in
+            core.running -= 1
+            var others: [UInt64] = []
+            if let error {
+                if core.error == nil {
+                    core.error = error
+                    others = core.segments.filter { !$0.done && $0 !== segment && $0.engineID != 0 }.map(\.engineID)
+                }
+            } else {
+                segment.done = true
+            }
+            return (others, core.running == 0)
+        }
+        // One range failed: the others stop too, keeping what they have.
+        for id in others { session.engine.cancel(id, keepPartial: options.resumable) }
+        if allDone { finish() }
+    }
+
+    // MARK: - Files
+
+    private func readManifest() -> Manifest? {
+        guard let data = FileManager.default.contents(atPath: manifestPath) else { return nil }
+        return try? JSONDecoder().decode(Manifest.self, from: data)
+    }
+
+    private func writeManifest(_ manifest: Manifest) throws(TransferError) {
+        guard let data = try? JSONEncoder().encode(manifest) else {
+            throw TransferError(.internalError, "cannot encode the segment manifest")
+        }
+        try DurableFile.write(data, to: manifestPath)
+    }
+
+    private func preallocate(_ length: Int64) throws(TransferError) {
+        let fd = open(partPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw DurableFile.error("cannot create \(partPath)") }
+        defer { close(fd) }
+        // The real size at once, so every range can write at its offset;
+        // posix_fallocate also reserves the blocks (disk full shows now).
+        let rc = posix_fallocate(fd, 0, off_t(length))
+        if rc != 0 && rc != EOPNOTSUPP && rc != EINVAL {
+            unlink(partPath)
+            var e = TransferError(.fileError, "cannot allocate \(length) bytes for \(partPath): "
+                + String(cString: strerror(rc)))
+            e.systemErrno = rc
+            throw e
+        }
+        if rc != 0 && ftruncate(fd, off_t(length)) != 0 {
+            unlink(partPath)
+            throw DurableFile.error("cannot size \(partPath)")
+        }
+    }
+
+    private func removeFiles() {
+        unlink(partPath)
+        unlink(manifestPath)
+        for index in 0..<max(segmentCount, 64) { unlink(journalPath(index)) }
+    }
+
+    // MARK: - Finishing
+
+    private func fail(_ error: TransferError) {
+        core.withLock { core in if core.error == nil { core.error = error } }
+        finish()
+    }
+
+    /// On the delegate queue: every connection has ended.
+    private func finish(fileURL: URL? = nil) {
+        let (isSingle, segmented, recorded) = core.withLock { core -> (Bool, Bool, TransferError?) in
+            (core.segmentsUsed == 1, !core.segments.isEmpty, core.error)
+        }
+        var error = recorded
+        var url = fileURL
+        if !isSingle && segmented && error == nil {
+            do throws(TransferError) {
+                try placeSegmentedFile()
+                url = destination
+            } catch let placeError {
+                error = placeError
+            }
+        }
+        if error != nil && segmented && !options.resumable {
+            removeFiles()
+        }
+        if let e = error, e.code == .checksumMismatch { removeFiles() }
+        complete(url: error == nil ? url : nil, error: error)
+    }
+
+    private func placeSegmentedFile() throws(TransferError) {
+        if let expected = try options.expectedDigest() {
+            // Ranges arrive out of order, so a streamed digest cannot cover
+            // them: one pass over the finished file (page cache, mostly).
+            var actual = [UInt8](repeating: 0, count: 32)
+            var err: Int32 = 0
+            let rc = ct_sha256_file(partPath, &actual, &err)
+            guard rc == CT_OK else {
+                var e = TransferError(.fileError, "cannot read \(partPath) to check it")
+                e.systemErrno = err
+                throw e
+            }
+            if actual != expected {
+                throw TransferError(.checksumMismatch, "SHA-256 mismatch: expected \(Self.hex(expected)), got \(Self.hex(actual))",
+                                    url: request.url)
+            }
+        }
+        try DurableFile.sync(partPath)
+        try FileMover.move(from: URL(fileURLWithPath: partPath), to: destination)
+        DurableFile.syncDirectory(of: destination.path)
+        unlink(manifestPath)
+        for index in 0..<segmentCount { unlink(journalPath(index)) }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    private func complete(url: URL?, error: TransferError?) {
+        let claimed = core.withLock { core -> (Result<URL, TransferError>, [(DispatchQueue, @Sendable (TaskState) -> Void)],
+                                               [@Sendable (Result<URL, TransferError>) -> Void], HTTPResponse?)? in
+            guard !core.finished else { return nil }
+            core.finished = true
+            core.state = .completed
+            let result: Result<URL, TransferError>
+            if let url, error == nil {
+                result = .success(url)
+            } else {
+                let e = error ?? TransferError(.internalError, "the download ended without a file", url: request.url)
+                core.error = e
+                result = .failure(e)
+            }
+            core.result = result
+            let observers = Array(core.stateObservers.values)
+            let waiters = core.waiters
+            core.waiters.removeAll()
+            core.stateObservers.removeAll()
+            return (result, observers, waiters, core.response)
+        }
+        guard let (result, observers, waiters, response) = claimed else { return }
+        if case .success = result { deliver(currentProgress(), final: true) }
+        core.withLock { $0.progressObservers.removeAll() }
+        for (queue, handler) in observers { queue.async { handler(.completed) } }
+        if let completionHandler {
+            let fileURL = try? result.get()
+            let error: TransferError? = if case .failure(let e) = result { e } else { nil }
+            session.runCompletion { completionHandler(response, fileURL, error) }
+        }
+        for waiter in waiters { waiter(result) }
+    }
+
+    // MARK: - Progress
+
+    private func scheduleProgress() {
+        let schedule = core.withLock { core -> Bool in
+            guard !core.progressPending, !core.finished else { return false }
+            core.progressPending = true
+            return true
+        }
+        if schedule {
+            session.delegateQueue.async { [self] in
+                core.withLock { $0.progressPending = false }
+                deliver(currentProgress())
+            }
+        }
+    }
+
+    private func deliver(_ progress: TransferProgress, final: Bool = false) {
+        let observers = core.withLock { core in (core.finished && !final) ? [] : Array(core.progressObservers.values) }
+        progressHandler?(progress)
+        for (queue, handler) in observers { queue.async { handler(progress) } }
+    }
+
+    private func notifyState(_ state: TaskState) {
+        let observers = core.withLock { Array($0.stateObservers.values) }
+        for (queue, handler) in observers { queue.async { handler(state) } }
+    }
+}
+
+/// Small durable-file helpers: write + fsync + rename + fsync of the directory.
+enum DurableFile {
+    static func error(_ what: String) -> TransferError {
+        let err = errno
+        var e = TransferError(.fileError, "\(what): \(String(cString: strerror(err)))")
+        e.systemErrno = err
+        return e
+    }
+
+    static func write(_ data: Data, to path: String) throws(TransferError) {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw error("cannot create \(temporary)") }
+        let written = data.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress, raw.count) }
+        if written != data.count || fsync(fd) != 0 {
+            let e = error("cannot write \(temporary)")
+            close(fd)
+            unlink(temporary)
+            throw e
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let e = error("cannot replace \(path)")
+            unlink(temporary)
+            throw e
+        }
+        syncDirectory(of: path)
+    }
+
+    static func sync(_ path: String) throws(TransferError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw error("cannot open \(path)") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw error("cannot sync \(path)") }
+    }
+
+    static func syncDirectory(of path: String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+}
+
+extension SessionManager {
+    /// A download of one file over `segments` connections (see
+    /// ``SegmentedDownload``); falls back to one connection when the server
+    /// has no ranges. Call ``SegmentedDownload/resume()`` or await
+    /// ``SegmentedDownload/value``.
+    ///
+    /// - Note: `progress` runs on ``delegateQueue``; `completionHandler` once
+    ///   on ``completionQueue``.
+    public func segmentedDownload(with request: Request, to destination: URL, segments: Int = 4,
+                                  options: DownloadOptions = DownloadOptions(),
+                                  progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                                  completionHandler: SegmentedDownload.CompletionHandler? = nil) -> SegmentedDownload
+    {
+        SegmentedDownload(session: self, request: request, destination: destination, segments: segments,
+                          options: options, progress: progress, completionHandler: completionHandler)
+    }
+}
