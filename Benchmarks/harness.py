@@ -933,7 +933,8 @@ def write_markdown(path, machine, cpus, args, all_scenarios, summary, clients_by
             for note in dict.fromkeys(notes):
                 lines.append(f"- {note}")
         lines.append("")
-    lines.append("Raw runs: [latest.csv](latest.csv).\n")
+    csv_name = os.path.splitext(os.path.basename(path))[0] + ".csv"
+    lines.append(f"Raw runs: [{csv_name}]({csv_name}).\n")
     with open(path, "w") as f:
         f.write("\n".join(lines))
 

@@ -1,6 +1,7 @@
 // bench-transfer: the common scenarios through the Transfer library's public
 // async API: data(for:), download(for:to:) (the body goes to disk in C),
-// discard(for:) (counted in C, not stored), upload(for:fromFile:).
+// discard(for:) (counted in C, not stored), upload(for:fromFile:),
+// segmentedDownload(with:to:segments:).
 import BenchCommon
 import Foundation
 import Transfer
@@ -22,12 +23,6 @@ func download(_ session: SessionManager, _ url: URL, to path: String, expected: 
 }
 
 await benchMain(client: "transfer") { options in
-    switch options.scenario {
-    case .segmented:
-        return unsupported(client: "transfer", options: options, why: "segmented downloads are not in the Swift API yet")
-    default:
-        break
-    }
     if options.checkOnly { return 0 }
     let session = try makeSession(options)
     if let pin = options.pin {
@@ -37,6 +32,7 @@ await benchMain(client: "transfer") { options in
         try session.setSecurityPolicy(policy)
     }
     let tally = Tally()
+    var note: String?
     let start = monotonicSeconds()
     switch options.scenario {
     case .download:
@@ -81,9 +77,21 @@ await benchMain(client: "transfer") { options in
                                expected: options.expectBytes, tally: tally)
         }
     case .segmented:
-        break
+        let download = session.segmentedDownload(with: Request(url: try options.target),
+                                                 to: URL(fileURLWithPath: try options.requireOutput()),
+                                                 segments: options.segments)
+        do {
+            let file = try await download.value
+            // The response of a ranged segment is a 206; the whole file is what counts.
+            let status = download.response.map { $0.statusCode == 206 ? 200 : $0.statusCode } ?? 0
+            tally.record(status: status, bytes: fileSize(file.path), expected: options.expectBytes,
+                         httpVersion: download.response?.httpVersion)
+            note = "\(download.segmentsUsed) segments used"
+        } catch {
+            tally.fail(error)
+        }
     }
     let wall = monotonicSeconds() - start
     session.invalidateAndCancel()
-    return report(client: "transfer", options: options, wall: wall, tally: tally)
+    return report(client: "transfer", options: options, wall: wall, tally: tally, note: note)
 }
