@@ -11,7 +11,8 @@
 
 #include "ct_tls_internal.h"
 
-#define CTI_DEFAULT_SINK_BUFFER (4u * 1024u * 1024u)
+#define CTI_DEFAULT_SINK_BUFFER (2u * 1024u * 1024u)
+#define CTI_DIRECT_WRITE (256u * 1024u)   /* chunks this big skip the buffer */
 #define CTI_DEFAULT_CONNECT_TIMEOUT_MS 30000
 #define CTI_DEFAULT_PROGRESS_MS 16
 #define CTI_FILE_READ_BLOCK (2u * 1024u * 1024u)

@@ -147,7 +147,21 @@ ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len)
   default:
     return CT_OK;
   }
+  if(sink->buf_len == 0 && len >= CTI_DIRECT_WRITE) {
+    /* A big chunk (plain HTTP delivers up to 512 KiB per callback) goes to
+     * the file as it is: copying it into the buffer first would only add a
+     * memmove of every byte. The buffer gathers the small chunks (TLS
+     * records are 16 KiB) into MiB-sized writes. */
+    rc = write_all(sink, data, len, sink->base);
+    if(rc != CT_OK)
+      return rc;
+    start_writeback(sink, sink->base, (int64_t)len);
+    sink->base += (int64_t)len;
+    sink->durable = sink->base;
+    return CT_OK;
+  }
   if(!sink->buf) {
+    /* Allocated on first need: a plain-HTTP download may never touch it. */
     sink->buf = malloc(sink->buf_cap);
     if(!sink->buf)
       return CT_E_NO_MEMORY;

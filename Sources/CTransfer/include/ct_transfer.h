@@ -66,7 +66,7 @@ struct ct_transfer_spec {
    * failure the part file is removed unless CT_FLAG_KEEP_PARTIAL. */
   const char *_Nullable sink_path;
   const char *_Nullable sink_part_path;
-  size_t sink_buffer_size;           /* 0: default (4 MiB) */
+  size_t sink_buffer_size;           /* 0: default (2 MiB) */
   /* Resume: continue the part file at this offset with Range, and with
    * If-Range when `if_range` (an ETag or a Last-Modified) is set. A 200 in
    * reply restarts the file from zero. */

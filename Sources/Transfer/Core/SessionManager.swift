@@ -65,7 +65,16 @@ public final class SessionManager: Sendable {
     /// Closures for session and task events (see ``SessionHooks``).
     public var hooks: SessionHooks {
         get { state.withLock { $0.hooks } }
-        set { state.withLock { $0.hooks = newValue } }
+        set {
+            let (changed, policy) = state.withLock { state -> (Bool, SecurityPolicy) in
+                let had = state.hooks.sessionDidReceiveChallenge != nil
+                state.hooks = newValue
+                return (had != (newValue.sessionDidReceiveChallenge != nil), state.securityPolicy)
+            }
+            // The server-trust challenge costs a hop into Swift per handshake:
+            // the engine only asks when a hook is there to answer.
+            if changed { try? installSecurityPolicy(policy) }
+        }
     }
 
     /// A delegate object, for users who prefer one object to many closures.
@@ -125,9 +134,14 @@ public final class SessionManager: Sendable {
             policy.pinPolicy = pins
         }
         try policy.validate()
-        let engineSide = try policy.makeEnginePolicy { [weak self] trust, verdict in
-            self?.serverTrustChallenge(trust, verdict: verdict) ?? .performDefaultHandling
+        let wantsChallenge = state.withLock { $0.hooks.sessionDidReceiveChallenge != nil }
+        var handler: ServerTrustChallengeHandler?
+        if wantsChallenge {
+            handler = { @Sendable [weak self] trust, verdict in
+                self?.serverTrustChallenge(trust, verdict: verdict) ?? .performDefaultHandling
+            }
         }
+        let engineSide = try policy.makeEnginePolicy(challengeHandler: handler)
         state.withLock {
             $0.securityPolicy = policy
             $0.securityPolicyError = nil

@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+// The benchmark package: Transfer side by side with its peers. It depends on
+// the library (`..`) and on the peers, so the library itself never pulls them in.
+// One executable per client, so that each process's peak RSS and CPU are its own.
+import PackageDescription
+
+let package = Package(
+    name: "TransferBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Transfer", path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
+    ],
+    targets: [
+        // Arguments, verification and the JSON result line shared by the Swift clients.
+        .target(name: "BenchCommon"),
+        // Transfer (the library under test).
+        .executableTarget(
+            name: "bench-transfer",
+            dependencies: ["BenchCommon", .product(name: "Transfer", package: "Transfer")]
+        ),
+        // URLSession from FoundationNetworking.
+        .executableTarget(name: "bench-urlsession", dependencies: ["BenchCommon"]),
+        // AsyncHTTPClient (SwiftNIO).
+        .executableTarget(
+            name: "bench-ahc",
+            dependencies: [
+                "BenchCommon",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // The physical ceiling: a minimal HTTP/1.1 reader on a plain socket.
+        .executableTarget(name: "bench-socket"),
+        // Runs one client pinned to a CPU and reports its wall time, CPU and peak RSS.
+        .executableTarget(name: "bench-launch"),
+    ]
+)

@@ -1,0 +1,240 @@
+// What every Swift benchmark client shares: the command line, the clock,
+// bounded concurrency, and the one JSON line each run prints.
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The scenarios every client knows; a client that cannot do one says so
+/// with exit status 3 and a note.
+public enum Scenario: String, Sendable, CaseIterable {
+    /// One URL, body to `--output`.
+    case download
+    /// One URL, body read and dropped.
+    case downloadDiscard = "download-discard"
+    /// `--count` GETs of `--url` at `--concurrency`, keep-alive, bodies in memory.
+    case many
+    /// POST of the file `--input` to `--url`.
+    case upload
+    /// Every URL of `--urls-file` at `--concurrency`, each to a file in `--output` (a directory).
+    case parallelDownloads = "parallel-downloads"
+    /// `--count` GETs of `--url` at `--concurrency`, each on a new (TLS) connection.
+    case tlsConnections = "tls-connections"
+    /// One URL fetched in `--segments` ranges to `--output` (Transfer only).
+    case segmented
+}
+
+/// The common arguments: `--scenario S --url U [--urls-file F] --concurrency N
+/// --count N --output PATH --input PATH --cacert CA --pin SHA256 --expect-bytes N
+/// --segments N`.
+public struct Options: Sendable {
+    public var scenario: Scenario = .download
+    public var url: URL?
+    public var urls: [URL] = []
+    public var concurrency = 1
+    public var count = 1
+    public var output: String?
+    public var input: String?
+    public var cacert: String?
+    /// A pin: base64 SHA-256 of the server's SubjectPublicKeyInfo.
+    public var pin: String?
+    /// Expected body size of each response (downloads and GETs); nil: not checked.
+    public var expectBytes: Int64?
+    public var segments = 4
+    /// `--check`: say whether the scenario is supported (exit 0, or 3 with a note) and do nothing.
+    public var checkOnly = false
+
+    public init(arguments: [String] = Array(CommandLine.arguments.dropFirst())) throws {
+        var index = 0
+        func value(_ name: String) throws -> String {
+            guard index + 1 < arguments.count else { throw BenchError("missing value for \(name)") }
+            index += 1
+            return arguments[index]
+        }
+        func integer(_ name: String) throws -> Int {
+            let text = try value(name)
+            guard let number = Int(text), number >= 0 else { throw BenchError("bad \(name): \(text)") }
+            return number
+        }
+        while index < arguments.count {
+            let name = arguments[index]
+            switch name {
+            case "--scenario":
+                let text = try value(name)
+                guard let scenario = Scenario(rawValue: text) else { throw BenchError("unknown scenario \(text)") }
+                self.scenario = scenario
+            case "--url":
+                let text = try value(name)
+                guard let url = URL(string: text) else { throw BenchError("bad URL \(text)") }
+                self.url = url
+            case "--urls-file":
+                let path = try value(name)
+                let text = try String(contentsOfFile: path, encoding: .utf8)
+                urls = text.split(whereSeparator: \.isNewline).compactMap { URL(string: String($0)) }
+            case "--concurrency": concurrency = max(1, try integer(name))
+            case "--count": count = try integer(name)
+            case "--output": output = try value(name)
+            case "--input": input = try value(name)
+            case "--cacert": cacert = try value(name)
+            case "--pin": pin = try value(name)
+            case "--expect-bytes": expectBytes = Int64(try integer(name))
+            case "--segments": segments = max(1, try integer(name))
+            case "--check": checkOnly = true
+            default: throw BenchError("unknown argument \(name)")
+            }
+            index += 1
+        }
+        if url == nil, scenario != .parallelDownloads { throw BenchError("--url is required") }
+        if scenario == .parallelDownloads, urls.isEmpty, let url { urls = Array(repeating: url, count: max(1, count)) }
+    }
+
+    /// The one URL of single-URL scenarios.
+    public var target: URL {
+        get throws {
+            guard let url else { throw BenchError("--url is required") }
+            return url
+        }
+    }
+
+    public func requireOutput() throws -> String {
+        guard let output else { throw BenchError("--output is required for \(scenario.rawValue)") }
+        return output
+    }
+
+    public func requireInput() throws -> String {
+        guard let input else { throw BenchError("--input is required for \(scenario.rawValue)") }
+        return input
+    }
+
+    /// Where the i-th download of `parallel-downloads` goes.
+    public func outputPath(index: Int) throws -> String {
+        try requireOutput() + "/\(index).bin"
+    }
+}
+
+/// A benchmark setup error (bad arguments, unsupported scenario).
+public struct BenchError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// What one run counts; thread-safe so concurrent requests can add to it.
+public final class Tally: @unchecked Sendable {  // state behind `lock`
+    private let lock = NSLock()
+    private var _bytes: Int64 = 0
+    private var _requests = 0
+    private var _errors = 0
+    private var _firstError: String?
+    private var _httpVersion: String?
+
+    public init() {}
+
+    /// Records one finished request: counted as an error unless the status is
+    /// 200 and the body size matches `expected` (when given).
+    public func record(status: Int, bytes: Int64, expected: Int64?, httpVersion: String? = nil) {
+        lock.lock()
+        defer { lock.unlock() }
+        _requests += 1
+        if let httpVersion, _httpVersion == nil { _httpVersion = httpVersion }
+        if status != 200 {
+            _errors += 1
+            if _firstError == nil { _firstError = "status \(status)" }
+        } else if let expected, bytes != expected {
+            _errors += 1
+            if _firstError == nil { _firstError = "body \(bytes) bytes, expected \(expected)" }
+        } else {
+            _bytes += bytes
+        }
+    }
+
+    public func fail(_ error: any Error) {
+        lock.lock()
+        defer { lock.unlock() }
+        _requests += 1
+        _errors += 1
+        if _firstError == nil { _firstError = String(describing: error) }
+    }
+
+    public var snapshot: (bytes: Int64, requests: Int, errors: Int, firstError: String?, httpVersion: String?) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (_bytes, _requests, _errors, _firstError, _httpVersion)
+    }
+}
+
+/// A monotonic clock in seconds.
+public func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// The size of the file at `path`, or -1.
+public func fileSize(_ path: String) -> Int64 {
+    var st = stat()
+    return stat(path, &st) == 0 ? Int64(st.st_size) : -1
+}
+
+/// Runs `body(i)` for i in 0..<count with at most `concurrency` in flight;
+/// an error thrown by `body` is recorded in `tally`.
+public func forEachBounded(count: Int, concurrency: Int, tally: Tally,
+                           _ body: @escaping @Sendable (Int) async throws -> Void) async
+{
+    await withTaskGroup(of: Void.self) { group in
+        var next = 0
+        func add() {
+            let index = next
+            next += 1
+            group.addTask {
+                do { try await body(index) } catch { tally.fail(error) }
+            }
+        }
+        while next < min(count, concurrency) { add() }
+        while await group.next() != nil {
+            if next < count { add() }
+        }
+    }
+}
+
+/// Prints the result line and returns the process exit status.
+public func report(client: String, options: Options, wall: Double, tally: Tally, note: String? = nil) -> Int32 {
+    let s = tally.snapshot
+    var fields: [String: Any] = [
+        "client": client, "scenario": options.scenario.rawValue, "wall_s": wall,
+        "bytes": s.bytes, "requests": s.requests, "errors": s.errors,
+    ]
+    if let version = s.httpVersion { fields["http_version"] = version }
+    if let error = s.firstError { fields["first_error"] = error }
+    if let note { fields["note"] = note }
+    printJSON(fields)
+    return s.errors == 0 ? 0 : 1
+}
+
+/// Prints that `client` cannot run this scenario; exit status 3 tells the harness to skip it.
+public func unsupported(client: String, options: Options, why: String) -> Int32 {
+    printJSON(["client": client, "scenario": options.scenario.rawValue, "unsupported": true, "note": why])
+    return 3
+}
+
+private func printJSON(_ fields: [String: Any]) {
+    if let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]),
+        let line = String(data: data, encoding: .utf8)
+    {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+/// Parses the options, runs `body`, and exits with its status; a setup error
+/// prints a message and exits with 2.
+public func benchMain(client: String, _ body: @escaping @Sendable (Options) async throws -> Int32) async -> Never {
+    let status: Int32
+    do {
+        let options = try Options()
+        status = try await body(options)
+    } catch {
+        FileHandle.standardError.write(Data("bench-\(client): \(error)\n".utf8))
+        status = 2
+    }
+    exit(status)
+}

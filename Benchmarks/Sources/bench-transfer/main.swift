@@ -1,0 +1,97 @@
+// bench-transfer: the common scenarios through the Transfer library's public
+// async API: data(for:), download(for:to:) (the body goes to disk in C),
+// discard(for:) (counted in C, not stored), upload(for:fromFile:),
+// segmentedDownload(with:to:segments:).
+import BenchCommon
+import Foundation
+import Transfer
+
+func makeSession(_ options: Options) throws -> SessionManager {
+    var configuration = SessionConfiguration.default
+    configuration.maxConnectionsPerHost = max(6, options.concurrency)
+    configuration.caFile = options.cacert
+    configuration.timeoutIntervalForRequest = 600
+    // The peers do not ask for compressed bodies either.
+    configuration.acceptsCompressedResponses = false
+    return try SessionManager(configuration: configuration)
+}
+
+func download(_ session: SessionManager, _ url: URL, to path: String, expected: Int64?, tally: Tally) async throws {
+    let (file, response) = try await session.download(for: Request(url: url), to: URL(fileURLWithPath: path))
+    tally.record(status: response.statusCode, bytes: fileSize(file.path), expected: expected,
+                 httpVersion: response.httpVersion)
+}
+
+await benchMain(client: "transfer") { options in
+    if options.checkOnly { return 0 }
+    let session = try makeSession(options)
+    if let pin = options.pin {
+        // Public-key pinning (AFSSLPinningModePublicKey) on top of chain validation against --cacert.
+        var policy = SecurityPolicy(pinningMode: .publicKey)
+        policy.pinnedPublicKeyHashes = [pin]
+        try session.setSecurityPolicy(policy)
+    }
+    let tally = Tally()
+    var note: String?
+    let start = monotonicSeconds()
+    switch options.scenario {
+    case .download:
+        do {
+            try await download(session, try options.target, to: try options.requireOutput(),
+                               expected: options.expectBytes, tally: tally)
+        } catch {
+            tally.fail(error)
+        }
+    case .downloadDiscard:
+        do {
+            let (bytes, response) = try await session.discard(for: Request(url: try options.target))
+            tally.record(status: response.statusCode, bytes: bytes, expected: options.expectBytes,
+                         httpVersion: response.httpVersion)
+        } catch {
+            tally.fail(error)
+        }
+    case .many, .tlsConnections:
+        var request = Request(url: try options.target)
+        if options.scenario == .tlsConnections { request.setValue("close", forHTTPHeaderField: "Connection") }
+        let shared = request
+        await forEachBounded(count: options.count, concurrency: options.concurrency, tally: tally) { _ in
+            let (data, response) = try await session.data(for: shared)
+            tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,
+                         httpVersion: response.httpVersion)
+        }
+    case .upload:
+        let input = try options.requireInput()
+        var request = Request(url: try options.target, method: .post)
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        do {
+            let (_, response) = try await session.upload(for: request, fromFile: URL(fileURLWithPath: input))
+            tally.record(status: response.statusCode, bytes: fileSize(input), expected: nil,
+                         httpVersion: response.httpVersion)
+        } catch {
+            tally.fail(error)
+        }
+    case .parallelDownloads:
+        let urls = options.urls
+        await forEachBounded(count: urls.count, concurrency: options.concurrency, tally: tally) { index in
+            try await download(session, urls[index], to: try options.outputPath(index: index),
+                               expected: options.expectBytes, tally: tally)
+        }
+    case .segmented:
+        let download = session.segmentedDownload(with: Request(url: try options.target),
+                                                 to: URL(fileURLWithPath: try options.requireOutput()),
+                                                 segments: options.segments)
+        do {
+            let file = try await download.value
+            // The response of a ranged segment is a 206; the whole file is what counts.
+            let status = download.response.map { $0.statusCode == 206 ? 200 : $0.statusCode } ?? 0
+            tally.record(status: status, bytes: fileSize(file.path), expected: options.expectBytes,
+                         httpVersion: download.response?.httpVersion)
+            note = "\(download.segmentsUsed) segments used"
+        } catch {
+            tally.fail(error)
+        }
+    }
+    let wall = monotonicSeconds() - start
+    session.invalidateAndCancel()
+    return report(client: "transfer", options: options, wall: wall, tally: tally, note: note)
+}
