@@ -703,7 +703,13 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     break;
   }
   SETOPT(CURLOPT_HTTP_VERSION, httpver);
-  if(t->loop->config.multiplex)
+  /* Wait for a connection that may multiplex only where one can: HTTP/2
+   * comes from ALPN over TLS. On cleartext HTTP/1.1 PIPEWAIT would make
+   * transfers to one host queue behind each other instead of opening
+   * their own connections. */
+  if(t->loop->config.multiplex && t->spec.http_version != CT_HTTP_1_1 &&
+     t->spec.http_version != CT_HTTP_1_0 &&
+     strncasecmp(t->url, "https:", 6) == 0)
     SETOPT(CURLOPT_PIPEWAIT, 1L);
 
   /* TLS: verification is ours (ct_tls.c), done in OpenSSL's verify step

@@ -87,6 +87,32 @@ struct EngineIntegrationTests {
         #expect(session.tasks.isEmpty)
     }
 
+    @Test("parallel plain-HTTP transfers to one host do not queue behind each other")
+    func plainHTTPDoesNotWaitForMultiplexing() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+        let order = EventLog()
+
+        await withTaskGroup(of: Void.self) { group in
+            for slow in 0..<2 {
+                group.addTask {
+                    _ = try? await session.data(for: Request(url: server.url("/delay?ms=1500")))
+                    order.add("slow\(slow)")
+                }
+            }
+            group.addTask {
+                // Started after the slow ones are on the wire.
+                _ = await Wait.poll(timeout: .seconds(5)) { server.requestCount >= 2 }
+                _ = try? await session.data(for: Request(url: server.url("/bytes/12")))
+                order.add("fast")
+            }
+        }
+
+        #expect(order.all.first == "fast", "\(order.all)")
+    }
+
     @Test("POST and PUT of a file body are received exactly")
     func fileUploadsAreExact() async throws {
         let server = try await TestServer.start()
