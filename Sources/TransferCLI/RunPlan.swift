@@ -229,13 +229,6 @@ struct RunPlan: Sendable {
         }
         guard !(options.http11 && options.http2) else { throw Failure(.usage, "--http1.1 and --http2 exclude each other") }
         if options.http11 { configuration.httpVersion = .http1_1 }
-        // Cleartext is always HTTP/1.1 (no h2c). Saying so up front keeps the
-        // engine from waiting for a first connection to learn whether it
-        // multiplexes (CURLOPT_PIPEWAIT), which serialised parallel http://
-        // transfers to one host.
-        if !options.http2, jobs.allSatisfy({ $0.request?.url.scheme?.lowercased() != "https" }) {
-            configuration.httpVersion = .http1_1
-        }
         if options.http2 { configuration.httpVersion = .http2 }
 
         // Trust.
