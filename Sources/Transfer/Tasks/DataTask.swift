@@ -40,7 +40,11 @@ public class DataTask: TransferTask, @unchecked Sendable {
         var events = super.makeEvents()
         if streaming {
             events.onData = { [self] data in
-                chunks.withLock { $0 = ($0 ?? Data()) + data }
+                // Append in place: rebuilding the body per chunk copied it all each time.
+                chunks.withLock { body in
+                    if body == nil { body = Data() }
+                    body!.append(data)
+                }
                 session.mailbox.post { [self] in
                     let (hooks, delegate) = session.observers
                     hooks.dataTaskDidReceiveData?(session, self, data)
