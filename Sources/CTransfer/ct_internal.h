@@ -102,7 +102,6 @@ struct cti_transfer {
   char *client_cert;
   char *client_key;
   char *userpwd;
-  char *range;
   struct curl_slist *headers;
 
   /* body source */

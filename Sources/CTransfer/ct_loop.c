@@ -91,14 +91,6 @@ static struct cti_transfer *table_find(struct ct_loop *loop, uint64_t id)
 
 /* --- finishing ------------------------------------------------------- */
 
-static void apply_total_speed(struct ct_loop *loop)
-{
-  /* Limits are token buckets in ct_ratelimit.c, read by the callbacks at
-   * every chunk: nothing to push into libcurl (whose own limiter does not
-   * hold on fast links in 7.88). Kept as the one place to hook policy. */
-  (void)loop;
-}
-
 /* Easy handles are reused: curl_easy_reset keeps a handle's buffers,
  * which saves an init, a cleanup and their allocations per transfer. */
 static CURL *easy_take(struct ct_loop *loop)
@@ -132,7 +124,6 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t)
   table_remove(loop, t);
   __atomic_sub_fetch(&loop->active, 1, __ATOMIC_RELAXED);
   cti_transfer_free(t);
-  apply_total_speed(loop);
 }
 
 static void drain_done(struct ct_loop *loop)
@@ -241,7 +232,6 @@ static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
     return;
   }
   t->added = 1;
-  apply_total_speed(loop);
 }
 
 static void cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
@@ -286,7 +276,6 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
   if(c->kind == CTI_CMD_TOTAL_SPEED) {
     loop->total_recv_limit = c->a;
     loop->total_send_limit = c->b;
-    apply_total_speed(loop);
     return;
   }
   if(c->kind == CTI_CMD_TRUST_POLICY) {
@@ -349,7 +338,6 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     /* Read by the rate buckets at the next chunk (ct_ratelimit.c). */
     t->spec.max_recv_speed = c->a;
     t->spec.max_send_speed = c->b;
-    apply_total_speed(loop);
     break;
   default:
     break;

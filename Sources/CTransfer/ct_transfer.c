@@ -225,7 +225,6 @@ static int header_value(const char *line, size_t len, const char *name,
 static int is_redirect_to_follow(struct cti_transfer *t)
 {
   char *location = NULL;
-  long count = 0;
   if(!(t->flags & CT_FLAG_FOLLOW_REDIRECTS))
     return 0;
   if(t->status != 301 && t->status != 302 && t->status != 303 &&
@@ -242,7 +241,6 @@ static int is_redirect_to_follow(struct cti_transfer *t)
     return 0;
   /* When the maximum is reached curl stops and reports an error: that hop
    * is not final either, the error is. */
-  (void)count;
   return 1;
 }
 
@@ -964,7 +962,6 @@ void cti_transfer_free(struct cti_transfer *t)
   free(t->client_key);
   free(t->userpwd);
   free(t->body_path);
-  free(t->range);
   free(t->hdr);
   free(t->etag);
   free(t->last_modified);

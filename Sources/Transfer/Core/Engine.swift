@@ -259,9 +259,7 @@ extension Outcome {
             body = nil
         }
         metrics = TaskMetrics(r.metrics)
-        message = withUnsafeBytes(of: r.message) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        message = stringFromCCharArray(r.message)
     }
 
     /// The public error for a failed outcome (nil on success).

@@ -519,9 +519,6 @@ public final class SessionManager: Sendable {
         return .performDefaultHandling
     }
 
-    /// Any thread: the task was just started.
-    func taskDidResume(_ task: TransferTask) {}
-
     func taskDidComplete(_ task: TransferTask, error: TransferError?, outcome: Outcome?) {
         let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
         if let metrics = outcome?.metrics {

@@ -20,7 +20,7 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
 
     /// 0...1, or nil while the total is unknown.
     public var fractionCompleted: Double? {
-        guard totalUnitCount > 0 else { return totalUnitCount == 0 && completedUnitCount == 0 ? nil : nil }
+        guard totalUnitCount > 0 else { return nil }
         return min(1, Double(completedUnitCount) / Double(totalUnitCount))
     }
 

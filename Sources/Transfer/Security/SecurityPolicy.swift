@@ -95,7 +95,7 @@ public struct SecurityPolicy: Sendable {
             guard let ders, let lengths else { return CT_E_INVALID_ARGUMENT }
             return ct_trust_evaluate(engine.pointer, ders, lengths, count, domain, time, anchors?.pointer, &result)
         }
-        let message = withUnsafeBytes(of: &result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let message = stringFromCCharArray(result.message)
         guard rc == CT_OK else {
             return .chainInvalid(ChainFailure(kind: .other, verifyError: 0, message: message))
         }

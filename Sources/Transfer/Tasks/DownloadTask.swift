@@ -156,10 +156,6 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
 
     private let lastReported = Protected<Int64>(0)
 
-    override func engineDidProgress(_ snapshot: ProgressSnapshot) {
-        super.engineDidProgress(snapshot)
-    }
-
     override func complete(with outcome: Outcome) {
         var error = outcome.error(url: originalRequest.url)
         var fileURL: URL?

@@ -47,8 +47,8 @@ public struct TaskMetrics: Sendable, Hashable, Codable {
         redirectCount = Int(m.redirect_count)
         httpVersion = m.http_version == 0 ? "" : ResponseHead.versionString(m.http_version)
         reusedConnection = m.reused_connection != 0
-        remoteAddress = withUnsafeBytes(of: m.remote_ip) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        localAddress = withUnsafeBytes(of: m.local_ip) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        remoteAddress = stringFromCCharArray(m.remote_ip)
+        localAddress = stringFromCCharArray(m.local_ip)
         remotePort = Int(m.remote_port)
         localPort = Int(m.local_port)
         requestHeaderBytes = m.request_bytes

@@ -201,7 +201,6 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     func wantsDisposition() -> Bool { false }
 
     private func start() {
-        session.taskDidResume(self)
         submit(originalRequest, credential: nil)
     }
 

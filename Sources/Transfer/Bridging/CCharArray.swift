@@ -1,0 +1,7 @@
+/// The text of a fixed-size, NUL-terminated C `char` array imported as a
+/// tuple (`char message[256]` and the like), decoded as UTF-8.
+func stringFromCCharArray<T>(_ array: T) -> String {
+    withUnsafeBytes(of: array) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+}
