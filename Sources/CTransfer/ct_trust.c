@@ -821,31 +821,69 @@ static int chain_has_cert(STACK_OF(X509) *chain, STACK_OF(X509) *pins)
   return 0;
 }
 
-/* The validated chain (if any) followed by the presented certificates it
- * lacks: what pins are checked against. References are borrowed. */
+/* 1 when `issuer` really issued `cert`: names (and key identifiers) agree
+ * AND `cert`'s signature verifies with `issuer`'s public key. */
+static int really_issued(X509 *issuer, X509 *cert)
+{
+  EVP_PKEY *key;
+  int ok;
+
+  if(X509_check_issued(issuer, cert) != X509_V_OK)
+    return 0;
+  key = X509_get0_pubkey(issuer);
+  ok = key && X509_verify(cert, key) == 1;
+  ERR_clear_error();
+  return ok;
+}
+
+/* What pins are checked against. With a chain OpenSSL built and verified
+ * (`validated`), exactly that chain: certificates the server merely sent
+ * never count (a server can send anyone's certificate, not its key).
+ * Without one (invalid certificates allowed), the chain walked up from
+ * the leaf through presented certificates that really issued the previous
+ * one (name match and signature), so unrelated extras never count either.
+ * References are borrowed; NULL when out of memory. */
 static STACK_OF(X509) *pin_chain(STACK_OF(X509) *validated, X509 *leaf,
                                  STACK_OF(X509) *untrusted)
 {
   STACK_OF(X509) *all = sk_X509_new_null();
+  X509 *cur = leaf;
   int i;
 
   if(!all)
     return NULL;
-  if(validated)
+  if(validated) {
     for(i = 0; i < sk_X509_num(validated); i++)
-      sk_X509_push(all, sk_X509_value(validated, i));
-  if(!validated)
-    sk_X509_push(all, leaf);
-  for(i = 0; i < sk_X509_num(untrusted); i++) {
-    X509 *x = sk_X509_value(untrusted, i);
-    int j;
-    int seen = 0;
-    for(j = 0; j < sk_X509_num(all) && !seen; j++)
-      seen = !X509_cmp(sk_X509_value(all, j), x);
-    if(!seen)
-      sk_X509_push(all, x);
+      if(!sk_X509_push(all, sk_X509_value(validated, i)))
+        goto fail;
+    return all;
   }
+  if(!sk_X509_push(all, leaf))
+    goto fail;
+  /* Each step adds a certificate not yet in `all`, so this ends after at
+   * most sk_X509_num(untrusted) steps; a self-signed one ends it too. */
+  while(X509_check_issued(cur, cur) != X509_V_OK) {
+    X509 *next = NULL;
+    for(i = 0; i < sk_X509_num(untrusted) && !next; i++) {
+      X509 *x = sk_X509_value(untrusted, i);
+      int j;
+      int seen = 0;
+      for(j = 0; j < sk_X509_num(all) && !seen; j++)
+        seen = !X509_cmp(sk_X509_value(all, j), x);
+      if(!seen && really_issued(x, cur))
+        next = x;
+    }
+    if(!next)
+      break;
+    if(!sk_X509_push(all, next))
+      goto fail;
+    cur = next;
+  }
+  ERR_clear_error();
   return all;
+fail:
+  sk_X509_free(all);
+  return NULL;
 }
 
 static void send_report(const struct ct_trust_policy *p,

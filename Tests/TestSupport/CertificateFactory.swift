@@ -10,6 +10,14 @@ public struct TestCertificate: Sendable, Hashable {
     public let keyFile: URL
     /// The certificate in DER.
     public let der: Data
+
+    /// A certificate made outside the factory (e.g. by a test with ``CertificateFactory/openssl(_:in:environment:)``).
+    public init(name: String, certificateFile: URL, keyFile: URL, der: Data) {
+        self.name = name
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.der = der
+    }
 }
 
 /// Failure to run the `openssl` command line while building test certificates.
