@@ -149,6 +149,7 @@ struct cti_transfer {
   int rate_paused;
   char errbuf[CURL_ERROR_SIZE];
   struct cti_tls_verdict verdict;
+  uint64_t trust_generation;      /* of the CAINFO marker now set */
 };
 
 ct_code cti_transfer_create(struct ct_loop *loop,
@@ -163,6 +164,13 @@ void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,
 void cti_transfer_free(struct cti_transfer *t);
 void cti_transfer_emit_progress(struct cti_transfer *t, int force);
 double cti_now(void);
+/* (Re)set the CURLOPT_CAINFO trust marker from loop->trust_generation, so
+ * that the transfer's next connection (a later redirect hop too) neither
+ * reuses a connection nor resumes a TLS session made under other trust
+ * settings: curl matches both on CAfile. Safe between multi calls (curl
+ * 7.88 copies CAfile into each new connection; the easy's copy is read
+ * only when a connection is created). Loop thread. */
+ct_code cti_transfer_set_trust_marker(struct cti_transfer *t);
 
 /* --- ct_journal.c ------------------------------------------------------ */
 
@@ -247,6 +255,9 @@ struct ct_loop {
   size_t bucket_count;
   int64_t transfer_count;
   uint64_t trust_generation;     /* bumped by each policy change */
+  struct cti_tracked_socket *sockets;  /* ct_tls_sockets.c */
+  size_t socket_count;
+  size_t socket_cap;
   CURL *easy_pool[CTI_EASY_POOL];  /* reset handles kept for reuse */
   int easy_pool_count;
 
@@ -263,6 +274,34 @@ struct ct_loop {
   int rate_timerfd;
   double rate_deadline;                /* armed wake-up; 0: none */
 };
+
+/* --- ct_tls_sockets.c ------------------------------------------------- */
+
+/* A socket curl opened through us: under which trust generation, by which
+ * transfer, and which transfer curl last polled it for. */
+struct cti_tracked_socket {
+  curl_socket_t fd;
+  uint64_t generation;
+  uint64_t opener;               /* transfer id */
+  uint64_t user;                 /* transfer id, 0: none yet */
+  int polled;                    /* curl polls it for some transfer */
+  int shut;
+};
+
+/* CURLOPT_OPENSOCKETFUNCTION (data: the transfer) and
+ * CURLOPT_CLOSESOCKETFUNCTION (data: the loop, which outlives every
+ * connection; a transfer may not). Loop thread. */
+curl_socket_t cti_tls_open_socket(void *clientp, curlsocktype purpose,
+                                  struct curl_sockaddr *address);
+int cti_tls_close_socket(void *clientp, curl_socket_t fd);
+/* curl asked to poll `fd` for `easy` (polled 1) or stopped polling it
+ * (CURL_POLL_REMOVE, polled 0): remember who uses it. */
+void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
+                           CURL *easy, int polled);
+/* After a policy change: shut down connections opened under an older
+ * trust generation that no live transfer opened or uses (idle in curl's
+ * pool); curl then finds them dead and closes them. Loop thread. */
+void cti_tls_close_stale_sockets(struct ct_loop *loop);
 
 /* --- ct_error.c -------------------------------------------------------- */
 

@@ -166,8 +166,8 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp,
 {
   struct ct_loop *loop = userp;
   struct epoll_event ev;
-  (void)easy;
   if(what == CURL_POLL_REMOVE) {
+    cti_tls_socket_polled(loop, s, easy, 0);
     epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s, NULL);   /* EBADF if closed */
     return 0;
   }
@@ -175,6 +175,7 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp,
   ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) |
     ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
   ev.data.fd = s;
+  cti_tls_socket_polled(loop, s, easy, 1);
   if(!socketp) {
     if(epoll_ctl(loop->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST)
       epoll_ctl(loop->epfd, EPOLL_CTL_MOD, s, &ev);
@@ -279,10 +280,20 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     return;
   }
   if(c->kind == CTI_CMD_TRUST_POLICY) {
+    struct cti_transfer *next;
     cti_tls_state_set_policy(loop->tls, c->policy);
-    /* New transfers get a new trust marker, so no connection checked under
-     * the old policy is reused by them. */
+    /* Every handshake from now on is judged by the new policy: new
+     * transfers and the next hops of running ones get a new trust marker,
+     * so none of them reuses a connection or resumes a TLS session made
+     * under the old policy; idle connections of the old one are closed. */
     loop->trust_generation++;
+    for(t = loop->all; t; t = next) {
+      next = t->next;
+      if(!t->finished && t->easy &&
+         cti_transfer_set_trust_marker(t) != CT_OK)
+        cancel_transfer(loop, t, 0, CT_E_NO_MEMORY);  /* fail closed */
+    }
+    cti_tls_close_stale_sockets(loop);
     return;
   }
   t = table_find(loop, c->id);
@@ -500,6 +511,7 @@ static void loop_free(struct ct_loop *loop)
     curl_multi_cleanup(loop->multi);
   if(loop->share)
     curl_share_cleanup(loop->share);
+  free(loop->sockets);           /* after curl closed every connection */
   cti_tls_state_free(loop->tls);
   if(loop->epfd >= 0)
     close(loop->epfd);

@@ -552,6 +552,20 @@ static CURLcode ssl_ctx_cb(CURL *easy, void *ssl_ctx, void *userp)
 
 /* --- setup ----------------------------------------------------------- */
 
+ct_code cti_transfer_set_trust_marker(struct cti_transfer *t)
+{
+  char marker[96];
+
+  snprintf(marker, sizeof(marker), "ct-trust:%llu:%d:%016llx",
+           (unsigned long long)t->loop->trust_generation,
+           (t->flags & CT_FLAG_INSECURE) ? 1 : 0,
+           (unsigned long long)hash_string(t->ca_file));
+  if(curl_easy_setopt(t->easy, CURLOPT_CAINFO, marker) != CURLE_OK)
+    return CT_E_NO_MEMORY;
+  t->trust_generation = t->loop->trust_generation;
+  return CT_OK;
+}
+
 #define SETOPT(opt, val) do {                                   \
     if(curl_easy_setopt(e, opt, val) != CURLE_OK) goto badopt;  \
   } while(0)
@@ -563,7 +577,6 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   int has_body = t->body_kind != CT_BODY_NONE;
   int big_sink = t->sink.kind == CT_SINK_FILE ||
     t->sink.kind == CT_SINK_DISCARD;
-  char marker[96];
 
   SETOPT(CURLOPT_PRIVATE, t);
   SETOPT(CURLOPT_ERRORBUFFER, t->errbuf);
@@ -719,11 +732,13 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   SETOPT(CURLOPT_SSL_VERIFYPEER, 0L);
   SETOPT(CURLOPT_SSL_VERIFYHOST, 0L);
   SETOPT(CURLOPT_CAPATH, NULL);
-  snprintf(marker, sizeof(marker), "ct-trust:%llu:%d:%016llx",
-           (unsigned long long)t->loop->trust_generation,
-           (t->flags & CT_FLAG_INSECURE) ? 1 : 0,
-           (unsigned long long)hash_string(t->ca_file));
-  SETOPT(CURLOPT_CAINFO, marker);
+  if(cti_transfer_set_trust_marker(t) != CT_OK)
+    goto badopt;
+  /* Track the sockets: a policy change closes idle ones made before. */
+  SETOPT(CURLOPT_OPENSOCKETFUNCTION, cti_tls_open_socket);
+  SETOPT(CURLOPT_OPENSOCKETDATA, t);
+  SETOPT(CURLOPT_CLOSESOCKETFUNCTION, cti_tls_close_socket);
+  SETOPT(CURLOPT_CLOSESOCKETDATA, t->loop);
   SETOPT(CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_cb);
   SETOPT(CURLOPT_SSL_CTX_DATA, t);
   if(t->client_cert) {

@@ -278,14 +278,17 @@ public final class OpenSSLServer: Sendable {
     public let port: Int
     private let process: Process  // Process is thread-safe for terminate/isRunning
     private let outputFile: URL
+    private let input: FileHandle  // s_server's stdin: in interactive mode, what it sends to the client
 
     /// Starts the server and waits (at most 10 s) until it accepts connections.
     /// - Parameters:
     ///   - certificateFile: PEM file whose first certificate is the leaf; the others are sent as the chain.
     ///   - keyFile: the leaf's private key.
     ///   - extraArguments: more `s_server` options (e.g. `["-tls1_2"]`).
-    ///   - mode: `-www` (a status page for any request) or `-HTTP` (serves `./path` from
-    ///     `workingDirectory`, the file holding the whole HTTP response, headers included).
+    ///   - mode: `-www` (a status page for any request), `-HTTP` (serves `./path` from
+    ///     `workingDirectory`, the file holding the whole HTTP response, headers included), or `""`
+    ///     (interactive: one connection at a time, what the client sends appears in ``output``, and
+    ///     ``send(_:)`` writes to the client, so a test decides when and what the server answers).
     ///   - workingDirectory: where `-HTTP` looks for files.
     public init(certificateFile: URL, keyFile: URL, extraArguments: [String] = [], mode: String = "-www",
                 workingDirectory: URL? = nil) throws {
@@ -311,11 +314,13 @@ public final class OpenSSLServer: Sendable {
             }
         }
         if let workingDirectory { process.currentDirectoryURL = workingDirectory }
-        process.arguments = ["s_server", mode, "-accept", "127.0.0.1:0", "-cert", certificateFile.path,
-                             "-key", keyFile.path] + chainArgs + extraArguments
+        process.arguments = ["s_server"] + (mode.isEmpty ? [] : [mode]) + ["-accept", "127.0.0.1:0",
+                             "-cert", certificateFile.path, "-key", keyFile.path] + chainArgs + extraArguments
         process.standardOutput = handle
         process.standardError = handle
-        process.standardInput = Pipe()  // s_server reads commands from stdin; keep it open
+        let stdinPipe = Pipe()
+        process.standardInput = stdinPipe  // s_server reads commands from stdin; keep it open
+        input = stdinPipe.fileHandleForWriting
         try process.run()
         try? handle.close()
         self.process = process
@@ -339,6 +344,24 @@ public final class OpenSSLServer: Sendable {
             throw CertificateFactoryError(description: "openssl s_server did not start: \(log)")
         }
         port = found
+    }
+
+    /// Everything s_server printed so far (in interactive mode: what clients sent, and
+    /// `CONNECTION CLOSED` when a client went away).
+    public var output: String {
+        String(decoding: readWholeFile(outputFile.path) ?? Data(), as: UTF8.self)
+    }
+
+    /// Interactive mode: sends `text` to the connected client, as is.
+    public func send(_ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { write(input.fileDescriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
     }
 
     /// `https://<host>:<port>/`.

@@ -1,0 +1,120 @@
+/*
+ * ct_tls_sockets.c - which connection was made under which trust policy.
+ *
+ * curl opens and closes every socket of the loop through these callbacks,
+ * so the loop knows the trust generation each connection was made under
+ * whether curl polls it now, and which transfers opened and last used it. When the policy changes
+ * (ct_loop.c), connections of an older generation that no live transfer
+ * opened or uses sit idle in curl's pool: they are shut down, so nobody
+ * talks over a connection the new policy never judged. (Running transfers
+ * cannot pick them up either: their trust marker changed with the policy.)
+ * Plain-HTTP connections are closed too: the loop does not know which
+ * sockets carry TLS, and a policy change is rare. Loop thread only.
+ */
+#define _GNU_SOURCE
+#include "ct_internal.h"
+
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static struct cti_tracked_socket *find(struct ct_loop *loop,
+                                       curl_socket_t fd)
+{
+  size_t i;
+
+  for(i = 0; i < loop->socket_count; i++)
+    if(loop->sockets[i].fd == fd)
+      return &loop->sockets[i];
+  return NULL;
+}
+
+curl_socket_t cti_tls_open_socket(void *clientp, curlsocktype purpose,
+                                  struct curl_sockaddr *address)
+{
+  struct cti_transfer *t = clientp;
+  struct ct_loop *loop = t->loop;
+  struct cti_tracked_socket *slot;
+  curl_socket_t fd;
+
+  (void)purpose;
+  fd = socket(address->family, address->socktype, address->protocol);
+  if(fd == CURL_SOCKET_BAD)
+    return fd;
+  if(loop->socket_count == loop->socket_cap) {
+    size_t cap = loop->socket_cap ? loop->socket_cap * 2 : 16;
+    struct cti_tracked_socket *grown;
+    grown = realloc(loop->sockets, cap * sizeof(*grown));
+    if(!grown) {
+      /* Untracked, it could outlive a policy change idle in the pool:
+       * refuse the connection instead (curl reports it). */
+      close(fd);
+      return CURL_SOCKET_BAD;
+    }
+    loop->sockets = grown;
+    loop->socket_cap = cap;
+  }
+  slot = &loop->sockets[loop->socket_count++];
+  slot->fd = fd;
+  slot->generation = t->trust_generation;
+  slot->opener = t->id;
+  slot->user = 0;
+  slot->polled = 0;
+  slot->shut = 0;
+  return fd;
+}
+
+int cti_tls_close_socket(void *clientp, curl_socket_t fd)
+{
+  struct ct_loop *loop = clientp;
+  struct cti_tracked_socket *slot = find(loop, fd);
+
+  if(slot)                             /* swap with the last entry */
+    *slot = loop->sockets[--loop->socket_count];
+  return close(fd);
+}
+
+void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
+                           CURL *easy, int polled)
+{
+  struct cti_tracked_socket *slot = find(loop, fd);
+  struct cti_transfer *t = NULL;
+
+  if(!slot)
+    return;
+  slot->polled = polled;
+  if(polled && easy &&
+     curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&t) == CURLE_OK && t)
+    slot->user = t->id;
+}
+
+/* 1 when transfer `id` is still running (paused counts as running). */
+static int is_live(struct ct_loop *loop, uint64_t id)
+{
+  struct cti_transfer *t;
+
+  if(!id)
+    return 0;
+  for(t = loop->all; t; t = t->next)
+    if(t->id == id)
+      return !t->finished;
+  return 0;
+}
+
+void cti_tls_close_stale_sockets(struct ct_loop *loop)
+{
+  size_t i;
+
+  for(i = 0; i < loop->socket_count; i++) {
+    struct cti_tracked_socket *s = &loop->sockets[i];
+    /* In use: curl polls it for a transfer, or a live transfer opened it
+     * or was the last one polled on it (a paused one is not polled). */
+    if(s->shut || s->generation >= loop->trust_generation || s->polled ||
+       is_live(loop, s->opener) || is_live(loop, s->user))
+      continue;
+    /* Not close(): curl still owns the descriptor and closes it through
+     * cti_tls_close_socket when it finds the connection dead. */
+    shutdown(s->fd, SHUT_RDWR);
+    s->shut = 1;
+  }
+}
