@@ -2,7 +2,8 @@
  * ct_tls_internal.h - the engine's side of the trust hook (private).
  *
  * ct_loop.c / ct_transfer.c call these; ct_tls.c and ct_trust*.c implement
- * them. May include OpenSSL; never included from include/.
+ * them (ct_trust_internal.h says which file does what). May include
+ * OpenSSL; never included from include/.
  */
 #ifndef CT_TLS_INTERNAL_H
 #define CT_TLS_INTERNAL_H
@@ -17,16 +18,20 @@
  *
  *   loop create:   cti_tls_state_create(cfg->ca_file, &loop->tls, errbuf)
  *   policy change: cti_tls_state_set_policy(loop->tls, policy), on the loop
- *                  thread; then close idle connections and stop resuming
- *                  TLS sessions made before (a resumed session skips the
- *                  certificate, so the new policy would never see it):
- *                  compare cti_tls_state_generation() and, e.g., recreate
- *                  the share handle's SSL_SESSION cache.
+ *                  thread; then bump loop->trust_generation, re-set every
+ *                  live transfer's CAINFO marker
+ *                  (cti_transfer_set_trust_marker: no connection or TLS
+ *                  session of the old policy matches it any more; a
+ *                  resumed session skips the certificate, so the new
+ *                  policy would never see it) and shut down idle
+ *                  connections of the old generation
+ *                  (cti_tls_close_stale_sockets, ct_tls_sockets.c).
  *   each easy:     CURLOPT_SSL_VERIFYPEER 0, CURLOPT_SSL_VERIFYHOST 0,
- *                  CURLOPT_CAPATH NULL, CURLOPT_CAINFO NULL (or the
- *                  transfer's ca_file: that keeps its connections and
- *                  sessions apart from the others', since curl matches
- *                  pooled connections on CAfile), CURLOPT_SSL_CTX_FUNCTION
+ *                  CURLOPT_CAPATH NULL, CURLOPT_CAINFO a marker naming
+ *                  the trust generation, insecure flag and CA file (curl
+ *                  matches pooled connections and TLS sessions on CAfile,
+ *                  so each trust setting keeps its own), socket open/close
+ *                  callbacks (ct_tls_sockets.c), CURLOPT_SSL_CTX_FUNCTION
  *                  calling
  *                    cti_tls_configure_ctx(loop->tls, ssl_ctx, easy,
  *                        t->ca_file, t->flags & CT_FLAG_INSECURE,
@@ -113,7 +118,8 @@ struct cti_report_target {
 
 /*
  * The evaluation shared by the handshake and ct_trust_evaluate(): `leaf`
- * and `untrusted` (the presented chain; may contain the leaf) against
+ * and `untrusted` (the presented chain; may contain the leaf; only used
+ * to build the chain, pins never match a certificate merely sent) against
  * `anchors`, `host` (NULL: no name check, no host rules) at `at` (0: now).
  * `report` non-NULL calls the policy's report handler on a host-rule miss.
  * Any thread; reads the policy only.

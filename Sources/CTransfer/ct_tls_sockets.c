@@ -2,11 +2,12 @@
  * ct_tls_sockets.c - which connection was made under which trust policy.
  *
  * curl opens and closes every socket of the loop through these callbacks,
- * so the loop knows the trust generation each connection was made under
- * whether curl polls it now, and which transfers opened and last used it. When the policy changes
- * (ct_loop.c), connections of an older generation that no live transfer
- * opened or uses sit idle in curl's pool: they are shut down, so nobody
- * talks over a connection the new policy never judged. (Running transfers
+ * so the loop knows the trust generation each connection was made under,
+ * whether curl polls it now, and which transfers opened and last used it.
+ * When the policy changes (ct_loop.c), connections of an older generation
+ * that curl does not poll and that no live transfer opened or last used
+ * sit idle in curl's pool: they are shut down, so nobody talks over a
+ * connection the new policy never judged. (Running transfers
  * cannot pick them up either: their trust marker changed with the policy.)
  * Plain-HTTP connections are closed too: the loop does not know which
  * sockets carry TLS, and a policy change is rare. Loop thread only.

@@ -33,26 +33,32 @@ final class PolicyHandle {
     /// Adds a rule for `pattern` with SPKI pins; returns the code and the engine's message.
     @discardableResult
     func addRule(_ pattern: String, pins: [String], reportOnly: Bool = false, expires: Int64 = 0,
-                 includeSubdomains: Bool = false) -> (ct_code, String) {
+                 includeSubdomains: Bool = false, exclusions: [String] = []) -> (ct_code, String) {
         var message = [CChar](repeating: 0, count: 256)
         let cPattern = strdup(pattern)
         let cPins = pins.map { UnsafePointer(strdup($0)) }
+        let cExclusions = exclusions.map { UnsafePointer(strdup($0)) }
         defer {
             free(cPattern)
             cPins.forEach { free(UnsafeMutablePointer(mutating: $0)) }
+            cExclusions.forEach { free(UnsafeMutablePointer(mutating: $0)) }
         }
         var patterns = [UnsafePointer(cPattern)]
         let rc = patterns.withUnsafeMutableBufferPointer { patternBuffer in
             cPins.withUnsafeBufferPointer { pinBuffer in
-                var spec = ct_host_rule_spec()
-                spec.patterns = UnsafePointer(OpaquePointer(patternBuffer.baseAddress))
-                spec.pattern_count = 1
-                spec.spki_sha256 = UnsafePointer(OpaquePointer(pinBuffer.baseAddress))
-                spec.spki_count = pins.count
-                spec.report_only = reportOnly ? 1 : 0
-                spec.expires_unix = expires
-                spec.include_subdomains = includeSubdomains ? 1 : 0
-                return ct_trust_policy_add_host_rule(pointer, &spec, &message)
+                cExclusions.withUnsafeBufferPointer { exclusionBuffer in
+                    var spec = ct_host_rule_spec()
+                    spec.patterns = UnsafePointer(OpaquePointer(patternBuffer.baseAddress))
+                    spec.pattern_count = 1
+                    spec.spki_sha256 = UnsafePointer(OpaquePointer(pinBuffer.baseAddress))
+                    spec.spki_count = pins.count
+                    spec.exclusions = UnsafePointer(OpaquePointer(exclusionBuffer.baseAddress))
+                    spec.exclusion_count = exclusions.count
+                    spec.report_only = reportOnly ? 1 : 0
+                    spec.expires_unix = expires
+                    spec.include_subdomains = includeSubdomains ? 1 : 0
+                    return ct_trust_policy_add_host_rule(pointer, &spec, &message)
+                }
             }
         }
         return (rc, String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))

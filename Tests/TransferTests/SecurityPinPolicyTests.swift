@@ -93,14 +93,15 @@ struct SecurityPinPolicyTests {
         #expect(!applies(excluding, "status.pin.test"))
     }
 
-    @Test("the first matching rule wins")
-    func firstRuleWins() throws {
+    @Test("the most specific matching rule wins, in any order (issue 11 item 5)")
+    func mostSpecificRuleWins() throws {
         let pki = try PKI.make()
         let specific = HostPinPolicy(host: "api.pin.test", publicKeyHashes: [pki.root.publicKeySHA256, unrelatedPin])
         let broad = HostPinPolicy(host: "*.pin.test", publicKeyHashes: [pki.otherRoot.publicKeySHA256, unrelatedPin])
 
         #expect(policy([specific, broad]).evaluate(serverTrust: pki.trust(pki.leaf), forDomain: "api.pin.test") == .valid)
-        #expect(isNoPin(policy([broad, specific]).evaluate(serverTrust: pki.trust(pki.leaf), forDomain: "api.pin.test")))
+        #expect(policy([broad, specific]).evaluate(serverTrust: pki.trust(pki.leaf), forDomain: "api.pin.test") == .valid)
+        #expect(isNoPin(policy([specific, broad]).evaluate(serverTrust: pki.trust(pki.leaf), forDomain: "www.pin.test")))
     }
 
     @Test("an enforced rule with a single pin is a configuration error; report-only may have one")

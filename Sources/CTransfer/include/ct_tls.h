@@ -103,19 +103,46 @@ struct ct_host_rule_spec {
 };
 
 /**
- * Add a per-host rule. The first rule (in insertion order) that matches
- * the host and has not expired applies; the chain (validated chain when
- * there is one, plus the presented certificates) must contain a pinned key
- * or certificate. Returns CT_E_INVALID_ARGUMENT with a sentence in
- * `errbuf` (256 bytes, may be NULL) for an empty or malformed pattern, bad
- * base64, a digest that is not 32 bytes, a bad DER, or an enforced rule
- * with fewer than two pins.
+ * Add a per-host rule. Of the rules that match the host and have not
+ * expired, the most specific applies (TrustKit's precedence, not insertion
+ * order): an exact host beats "*.example.com", which beats
+ * include-subdomains on a parent (a longer parent beats a shorter one); on
+ * a tie the rule added first. The chain OpenSSL verified (or, when invalid
+ * certificates are allowed, the chain from the leaf through presented
+ * certificates that really issued each other; never other certificates
+ * the server merely sent) must contain a pinned key or certificate.
+ * Returns CT_E_INVALID_ARGUMENT with a sentence in `errbuf` (256 bytes,
+ * may be NULL) for an empty or malformed pattern, bad base64, a digest
+ * that is not 32 bytes, a bad DER, or an enforced rule with fewer than two
+ * pins.
  */
 ct_code ct_trust_policy_add_host_rule(struct ct_trust_policy *_Nonnull
                                       policy,
                                       const struct ct_host_rule_spec
                                       *_Nonnull spec,
                                       char *_Nullable errbuf);
+
+/**
+ * Index (in insertion order) of the host rule that applies to `host` at
+ * `at_unix` (0: now), or -1 when none does. Any thread; for tests and
+ * tools that want to see the precedence.
+ */
+int64_t ct_trust_policy_rule_for_host(const struct ct_trust_policy
+                                      *_Nullable policy,
+                                      const char *_Nullable host,
+                                      int64_t at_unix);
+
+/**
+ * How specifically host `pattern` ("host" or "*.host") covers `host`,
+ * ignoring case and a trailing dot: 0 when it does not (or the pattern is
+ * malformed); otherwise a rank, larger for more specific matches (exact
+ * host > "*.parent" > include-subdomains on a parent; within a kind, the
+ * longer pattern). The rule with the highest rank applies. Any thread;
+ * exposed for tests and fuzzing.
+ */
+int32_t ct_host_pattern_match(const char *_Nullable pattern,
+                              const char *_Nullable host,
+                              int32_t include_subdomains);
 
 /* What a per-host rule saw when a chain did not match its pins. Valid only
  * during the callback; copy what you keep. */

@@ -59,7 +59,9 @@ public struct HostPinPolicy: Sendable, Hashable {
 
 /// A set of per-host pin rules and where their failures are reported.
 public struct PinPolicy: Sendable {
-    /// Rules in priority order: the first one that matches a host (and has not expired) applies.
+    /// The rules. Of those that match a host and have not expired, the most specific applies
+    /// (TrustKit's precedence): an exact host beats `*.example.com`, which beats include-subdomains
+    /// on a parent (the longer parent first); on a tie, the earlier rule.
     public var rules: [HostPinPolicy]
     /// Called for every pin mismatch seen in a handshake (enforced and report-only rules), on
     /// `reportQueue`. Not called by ``SecurityPolicy/evaluate(serverTrust:forDomain:)``.
