@@ -412,11 +412,13 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                                                 previousFailureCount: previous, failureResponse: response,
                                                 serverTrust: nil, policyVerdict: nil)
         switch session.didReceiveChallenge(task: self, challenge: challenge) {
-        case .useCredential(let credential):
+        case .useCredential(let credential) where credential.serverTrust == nil:
             core.withLock { $0.credential = credential }
             discardHopResult()
             submit(currentRequest ?? originalRequest, credential: credential)
             return true
+        case .useCredential:
+            return false   // a server-trust credential answers no 401: the 401 is the result
         case .cancelAuthenticationChallenge:
             complete(error: TransferError(.cancelled, "authentication challenge cancelled", url: url), outcome: nil)
             return true
