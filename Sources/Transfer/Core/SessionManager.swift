@@ -459,14 +459,21 @@ public final class SessionManager: Sendable {
 
     // MARK: - Building the engine spec
 
-    func fillSpec(_ spec: inout ct_transfer_spec, for request: Request, strings: CStrings) throws(TransferError) {
+    /// - Parameter keepsOriginBoundHeaders: false for a hop to another origin
+    ///   than the task's first: the session's `Authorization`, `Cookie` and
+    ///   `Proxy-Authorization` headers are then left out (``RedirectPolicy``).
+    func fillSpec(_ spec: inout ct_transfer_spec, for request: Request, strings: CStrings,
+                  keepsOriginBoundHeaders: Bool = true) throws(TransferError)
+    {
         guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             request.url.host?.isEmpty == false
         else {
             throw TransferError(.invalidRequest, "unsupported URL \(request.url.absoluteString.debugDescription)",
                                 url: request.url)
         }
-        let headers = configuration.httpAdditionalHeaders.merging(request.headers)
+        let sessionHeaders = keepsOriginBoundHeaders ? configuration.httpAdditionalHeaders
+            : RedirectPolicy.removingOriginBoundHeaders(configuration.httpAdditionalHeaders)
+        let headers = sessionHeaders.merging(request.headers)
         do throws(TransferError) {
             try headers.validate()
         } catch {

@@ -101,6 +101,9 @@ public struct SessionHooks: Sendable {
     public var taskDidReceiveChallenge:
         (@Sendable (SessionManager, TransferTask, AuthenticationChallenge) -> ChallengeDisposition)?
     /// Return the request to follow (possibly changed), or nil to refuse the redirect.
+    /// The proposed request has no `Authorization`, `Cookie` or
+    /// `Proxy-Authorization` header when the redirect changes scheme, host or
+    /// port; what the hook returns is sent as it is.
     public var taskWillPerformHTTPRedirection:
         (@Sendable (SessionManager, TransferTask, HTTPResponse, Request) -> Request?)?
     /// A fresh body stream for a streamed upload that must be sent again.
