@@ -103,6 +103,7 @@ struct cti_transfer {
   char *client_key;
   char *userpwd;
   struct curl_slist *headers;
+  struct curl_slist *proxy_headers;  /* Proxy-Authorization: proxies only */
 
   /* body source */
   ct_body_kind body_kind;

@@ -123,10 +123,16 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   if(!t->url || (spec->method && !t->method))
     goto nomem;
   for(i = 0; i < spec->header_count; i++) {
-    struct curl_slist *n = curl_slist_append(t->headers, spec->headers[i]);
+    /* Proxy credentials go to proxies only (CURLOPT_PROXYHEADER): curl
+     * strips a custom Authorization or Cookie header when it follows a
+     * redirect to another scheme, host or port, but not this one. */
+    int to_proxy = curl_strnequal(spec->headers[i], "Proxy-Authorization:",
+                                  20);
+    struct curl_slist **list = to_proxy ? &t->proxy_headers : &t->headers;
+    struct curl_slist *n = curl_slist_append(*list, spec->headers[i]);
     if(!n)
       goto nomem;
-    t->headers = n;
+    *list = n;
   }
 
   t->body_kind = spec->body_kind;
@@ -596,6 +602,10 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     SETOPT(CURLOPT_BUFFERSIZE, 512L * 1024L);
   if(t->headers)
     SETOPT(CURLOPT_HTTPHEADER, t->headers);
+  if(t->proxy_headers) {
+    SETOPT(CURLOPT_PROXYHEADER, t->proxy_headers);
+    SETOPT(CURLOPT_HEADEROPT, (long)CURLHEADER_SEPARATE);
+  }
 
   if(t->flags & CT_FLAG_FOLLOW_REDIRECTS) {
     SETOPT(CURLOPT_FOLLOWLOCATION, 1L);
@@ -968,6 +978,7 @@ void cti_transfer_free(struct cti_transfer *t)
   if(t->body_fd >= 0)
     close(t->body_fd);
   curl_slist_free_all(t->headers);
+  curl_slist_free_all(t->proxy_headers);
   cti_sink_free(&t->sink);
   free(t->url);
   free(t->method);

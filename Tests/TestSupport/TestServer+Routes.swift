@@ -31,8 +31,9 @@ import Foundation
 //   /json                         a fixed JSON object (see `jsonBody`).
 //   /response-headers?N=V&...     200, each query pair sent as a response header N: V.
 //   /delay?ms=N                   waits N ms (default 1000) before the head.
-//   /basic-auth/USER/PASS         200 with the right Basic credentials, else 401 with
-//                                 WWW-Authenticate: Basic realm="TestServer".
+//   /basic-auth/USER/PASS?then=U  200 with the right Basic credentials, else 401 with
+//                                 WWW-Authenticate: Basic realm="TestServer"; with `then`,
+//                                 the right credentials get a 302 to U instead of the 200.
 //   anything else                 404.
 // On every route, ?close=1 makes the server close the connection after the response.
 
@@ -179,6 +180,7 @@ extension Connection {
             guard parts.count == 3 else { return try notFound(head) }
             let expected = Data("\(parts[1]):\(parts[2])".utf8).base64EncodedString()
             if head.header("authorization") == "Basic \(expected)" {
+                if let then = head.query("then") { return try redirect(head, to: sanitize(then)) }
                 let object: [String: Any] = ["authenticated": true, "user": parts[1]]
                 return try respond(head, status: 200, contentType: "application/json", body: json(object))
             }

@@ -95,7 +95,7 @@ struct SecuritySessionTests {
         let seen = Protected<[String]>([])
         session.hooks.sessionDidReceiveChallenge = { _, challenge in
             seen.withLock { $0.append("\(challenge.kind) \(challenge.serverTrust?.certificates.count ?? 0)") }
-            return .useCredential(Credential(user: "", password: ""))
+            return .useCredential(.serverTrust(challenge.serverTrust!))
         }
 
         let (_, response) = try await session.data(for: Request(url: nginx.url(.https, "/")))

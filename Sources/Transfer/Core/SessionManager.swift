@@ -66,14 +66,22 @@ public final class SessionManager: Sendable {
     public var hooks: SessionHooks {
         get { state.withLock { $0.hooks } }
         set {
-            let (changed, policy) = state.withLock { state -> (Bool, SecurityPolicy) in
+            let (changed, policy, failedClosed) = state.withLock { state -> (Bool, SecurityPolicy, Bool) in
                 let had = state.hooks.sessionDidReceiveChallenge != nil
                 state.hooks = newValue
-                return (had != (newValue.sessionDidReceiveChallenge != nil), state.securityPolicy)
+                return (had != (newValue.sessionDidReceiveChallenge != nil), state.securityPolicy,
+                        state.securityPolicyError != nil)
             }
             // The server-trust challenge costs a hop into Swift per handshake:
-            // the engine only asks when a hook is there to answer.
-            if changed { try? installSecurityPolicy(policy) }
+            // the engine only asks when a hook is there to answer. A session
+            // refusing everything after an invalid policy keeps refusing: the
+            // last valid policy must not come back through a hook change.
+            guard changed, !failedClosed else { return }
+            do throws(TransferError) {
+                try installSecurityPolicy(policy)
+            } catch {
+                failClosed(error)
+            }
         }
     }
 
@@ -90,32 +98,42 @@ public final class SessionManager: Sendable {
     /// Setting an invalid policy (a malformed pin, an enforced host rule
     /// without a backup pin, validating domains while allowing invalid
     /// certificates without pins) fails closed: every new TLS connection is
-    /// refused with the reason until a valid policy is set. Use
-    /// ``setSecurityPolicy(_:)`` to get the error instead.
+    /// refused until a valid policy is set, whatever else changes meanwhile
+    /// (``hooks`` included). The getter still returns the last valid policy.
+    /// Use ``setSecurityPolicy(_:)`` to get the error as well.
     public var securityPolicy: SecurityPolicy {
         get { state.withLock { $0.securityPolicy } }
-        set {
-            do throws(TransferError) {
-                try setSecurityPolicy(newValue)
-            } catch {
-                state.withLock { $0.securityPolicyError = error }
-                let refusing = Self.refuseEverything(error)
-                engine.setTrustPolicy(refusing)
-                ct_trust_policy_release(refusing)   // the loop holds its own reference
-            }
-        }
+        set { try? setSecurityPolicy(newValue) }
     }
 
     /// Installs `policy` for new TLS connections; connections checked under the
     /// previous policy are not reused by new transfers.
     ///
-    /// - Throws: ``TransferError/Code/invalidRequest`` when the policy is invalid;
-    ///   the previous policy then stays in force.
+    /// - Throws: ``TransferError/Code/invalidRequest`` when the policy is invalid.
+    ///   The session then fails closed, as with the ``securityPolicy`` setter:
+    ///   every new TLS connection is refused until a valid policy is set (an
+    ///   ignored error must not leave the connections of a pinning app unpinned).
     public func setSecurityPolicy(_ policy: SecurityPolicy) throws(TransferError) {
-        try installSecurityPolicy(policy)
+        do throws(TransferError) {
+            try installSecurityPolicy(policy)
+        } catch {
+            failClosed(error)
+            throw error
+        }
+    }
+
+    /// Refuses every new TLS connection until a valid policy is installed.
+    private func failClosed(_ error: TransferError) {
+        state.withLock { $0.securityPolicyError = error }
+        let refusing = Self.refuseEverything(error)
+        engine.setTrustPolicy(refusing)
+        if let refusing { ct_trust_policy_release(refusing) }   // the loop holds its own reference
     }
 
     private func installSecurityPolicy(_ policy: SecurityPolicy) throws(TransferError) {
+        // Stored as given: a reinstall (after a hook change) wraps the report
+        // handler once, not once more per reinstall.
+        let given = policy
         var policy = policy
         if var pins = policy.pinPolicy, let reportURL = pins.reportURL {
             guard let scheme = reportURL.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
@@ -143,7 +161,7 @@ public final class SessionManager: Sendable {
         }
         let engineSide = try policy.makeEnginePolicy(challengeHandler: handler)
         state.withLock {
-            $0.securityPolicy = policy
+            $0.securityPolicy = given
             $0.securityPolicyError = nil
         }
         engine.setTrustPolicy(engineSide.pointer)   // the loop retains its own reference
@@ -162,12 +180,19 @@ public final class SessionManager: Sendable {
     /// queue (user code never runs on the engine thread); the handshake waits.
     private func serverTrustChallenge(_ trust: ServerTrust, verdict: TrustEvaluation) -> ServerTrustDisposition {
         guard let hook = state.withLock({ $0.hooks.sessionDidReceiveChallenge }) else { return .performDefaultHandling }
-        let challenge = AuthenticationChallenge(kind: .serverTrust, host: trust.host ?? "", port: 443,
+        let challenge = AuthenticationChallenge(kind: .serverTrust, host: trust.host ?? "", port: trust.port ?? 443,
                                                 previousFailureCount: 0, failureResponse: nil, serverTrust: trust,
                                                 policyVerdict: verdict)
         let disposition = delegateQueue.sync { hook(self, challenge) }
         switch disposition {
-        case .useCredential: return .useCredential
+        case .useCredential(let credential):
+            // Only a credential made from this chain accepts the server. A
+            // user/password (a hook written for 401s) leaves the decision to
+            // the policy: it can never accept a certificate.
+            guard let accepted = credential.serverTrust, accepted.certificates == trust.certificates else {
+                return .performDefaultHandling
+            }
+            return .useCredential
         case .performDefaultHandling: return .performDefaultHandling
         case .cancelAuthenticationChallenge: return .cancel
         case .rejectProtectionSpace: return .reject
@@ -434,14 +459,21 @@ public final class SessionManager: Sendable {
 
     // MARK: - Building the engine spec
 
-    func fillSpec(_ spec: inout ct_transfer_spec, for request: Request, strings: CStrings) throws(TransferError) {
+    /// - Parameter keepsOriginBoundHeaders: false for a hop to another origin
+    ///   than the task's first: the session's `Authorization`, `Cookie` and
+    ///   `Proxy-Authorization` headers are then left out (``RedirectPolicy``).
+    func fillSpec(_ spec: inout ct_transfer_spec, for request: Request, strings: CStrings,
+                  keepsOriginBoundHeaders: Bool = true) throws(TransferError)
+    {
         guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             request.url.host?.isEmpty == false
         else {
             throw TransferError(.invalidRequest, "unsupported URL \(request.url.absoluteString.debugDescription)",
                                 url: request.url)
         }
-        let headers = configuration.httpAdditionalHeaders.merging(request.headers)
+        let sessionHeaders = keepsOriginBoundHeaders ? configuration.httpAdditionalHeaders
+            : RedirectPolicy.removingOriginBoundHeaders(configuration.httpAdditionalHeaders)
+        let headers = sessionHeaders.merging(request.headers)
         do throws(TransferError) {
             try headers.validate()
         } catch {

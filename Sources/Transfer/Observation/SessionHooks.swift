@@ -11,10 +11,23 @@ public enum ResponseDisposition: Sendable, Hashable {
 
 /// What to do with an authentication challenge (NSURLSessionAuthChallengeDisposition).
 ///
-/// For a server-trust challenge, `.useCredential` (any credential) trusts the
-/// server whatever the policy decided, `.performDefaultHandling` keeps the
-/// policy's decision, and `.cancelAuthenticationChallenge` / `.rejectProtectionSpace`
-/// refuse the connection before any request byte is sent.
+/// For a server-trust challenge:
+/// - `.useCredential(.serverTrust(challenge.serverTrust!))` trusts the server
+///   whatever the policy decided (URLSession's `URLCredential(trust:)`). Only a
+///   credential made from the trust of this very challenge does: one made from
+///   another chain is handled as `.performDefaultHandling`.
+/// - `.useCredential` with a user/password credential is handled as
+///   `.performDefaultHandling`: the policy's decision stands. A hook written
+///   for 401s, which answers every challenge with a password, can therefore
+///   never make an untrusted certificate acceptable.
+/// - `.performDefaultHandling` keeps the policy's decision.
+/// - `.cancelAuthenticationChallenge` / `.rejectProtectionSpace` refuse the
+///   connection before any request byte is sent (`serverTrustRejected`).
+///
+/// For an HTTP Basic challenge (a 401), `.useCredential` with a user/password
+/// retries the request with it; a server-trust credential is handled as
+/// `.performDefaultHandling` (the 401 is the result). The user/password is
+/// sent again only to the origin (scheme, host, port) that asked for it.
 public enum ChallengeDisposition: Sendable, Hashable {
     case useCredential(Credential)
     case performDefaultHandling
@@ -22,13 +35,29 @@ public enum ChallengeDisposition: Sendable, Hashable {
     case rejectProtectionSpace
 }
 
-/// A user/password credential (Basic).
+/// A credential: a user/password (Basic, for 401 challenges), or a server
+/// trust (for server-trust challenges, as URLSession's `URLCredential(trust:)`).
 public struct Credential: Sendable, Hashable {
     public var user: String
     public var password: String
+    /// The trust this credential was made from by ``serverTrust(_:)``; nil for
+    /// a user/password credential.
+    public private(set) var serverTrust: ServerTrust?
+
+    /// A user/password credential for HTTP Basic (401) challenges. It never
+    /// answers a server-trust challenge.
     public init(user: String, password: String) {
         self.user = user
         self.password = password
+        self.serverTrust = nil
+    }
+
+    /// A credential that accepts the server of a server-trust challenge:
+    /// pass the challenge's own ``AuthenticationChallenge/serverTrust``.
+    public static func serverTrust(_ trust: ServerTrust) -> Credential {
+        var credential = Credential(user: "", password: "")
+        credential.serverTrust = trust
+        return credential
     }
 }
 
@@ -40,6 +69,8 @@ public struct AuthenticationChallenge: Sendable {
     }
     public var kind: Kind
     public var host: String
+    /// The port the connection is for (the server's real port, for
+    /// server-trust challenges too).
     public var port: Int
     /// How many times this task was challenged before.
     public var previousFailureCount: Int
@@ -60,6 +91,9 @@ public struct SessionHooks: Sendable {
 
     // Session
     public var sessionDidBecomeInvalid: (@Sendable (SessionManager, TransferError?) -> Void)?
+    /// Server-trust challenges (every new TLS connection, when set) and,
+    /// without a task-level hook, 401 challenges. See ``ChallengeDisposition``
+    /// for what each answer does to each kind.
     public var sessionDidReceiveChallenge:
         (@Sendable (SessionManager, AuthenticationChallenge) -> ChallengeDisposition)?
 
@@ -67,6 +101,9 @@ public struct SessionHooks: Sendable {
     public var taskDidReceiveChallenge:
         (@Sendable (SessionManager, TransferTask, AuthenticationChallenge) -> ChallengeDisposition)?
     /// Return the request to follow (possibly changed), or nil to refuse the redirect.
+    /// The proposed request has no `Authorization`, `Cookie` or
+    /// `Proxy-Authorization` header when the redirect changes scheme, host or
+    /// port; what the hook returns is sent as it is.
     public var taskWillPerformHTTPRedirection:
         (@Sendable (SessionManager, TransferTask, HTTPResponse, Request) -> Request?)?
     /// A fresh body stream for a streamed upload that must be sent again.

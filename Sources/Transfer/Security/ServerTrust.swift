@@ -10,6 +10,9 @@ public struct ServerTrust: Sendable, Hashable {
     /// The host the connection was for (informational; ``SecurityPolicy/evaluate(serverTrust:forDomain:)``
     /// checks the domain it is given).
     public var host: String?
+    /// The port the connection was for (set by the engine for challenges;
+    /// informational like ``host``).
+    public var port: Int?
     /// The time the chain is validated at; `nil` means now. Tests set it so fixed certificates
     /// keep their verdict as clocks move.
     public var evaluationDate: Date?

@@ -4,7 +4,8 @@ import Foundation
 /// The answer to a server-trust challenge (AFNetworking's `NSURLSessionAuthChallengeDisposition`
 /// for `NSURLAuthenticationMethodServerTrust`).
 public enum ServerTrustDisposition: Sendable, Hashable {
-    /// Trust the server whatever the policy said (AF: use a credential made from the trust).
+    /// Trust the server whatever the policy said (AF: use a credential made from the trust;
+    /// the session maps only `.useCredential(.serverTrust(trust))` of a hook to this).
     case useCredential
     /// Let the ``SecurityPolicy`` decide.
     case performDefaultHandling
@@ -56,7 +57,8 @@ extension SecurityPolicy {
                         TrustEvaluation(reason: $0, verifyError: c.verify_error, message: String(cString: c.message),
                                         host: host)
                     } ?? .rejectedByChallengeHandler
-                let trust = ServerTrust(certificates: certificates, host: host)
+                var trust = ServerTrust(certificates: certificates, host: host)
+                trust.port = c.port > 0 ? Int(c.port) : nil
                 switch sink.handler(trust, verdict) {
                 case .useCredential: return Int32(CT_TLS_OK.rawValue)
                 case .performDefaultHandling: return c.proposed_reason

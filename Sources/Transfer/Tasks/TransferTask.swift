@@ -47,7 +47,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         var waiterFired = false
         var redirects = 0
         var challenges = 0
-        var credential: Credential?
+        /// The user/password answered to a 401, and the URL it was answered for:
+        /// it is sent again only to that origin (``RedirectPolicy``).
+        var credential: (value: Credential, url: URL)?
         var lastDelivered: (upload: TransferProgress, download: TransferProgress)?
         var lastSent: Int64 = 0
     }
@@ -201,7 +203,17 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     func wantsDisposition() -> Bool { false }
 
     private func start() {
-        submit(originalRequest, credential: nil)
+        submit(originalRequest)
+    }
+
+    /// Hands `request` to the engine with the 401 credential, if one was
+    /// answered for the origin of `request`.
+    private func submit(_ request: Request) {
+        let credential = core.withLock { core -> Credential? in
+            guard let stored = core.credential, RedirectPolicy.isSameOrigin(stored.url, request.url) else { return nil }
+            return stored.value
+        }
+        submit(request, credential: credential)
     }
 
     /// Hands `request` to the engine (first hop, or a redirect/auth follow-up).
@@ -211,7 +223,10 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         var spec = ct_transfer_spec()
         ct_transfer_spec_init(&spec)
         do throws(TransferError) {
-            try session.fillSpec(&spec, for: request, strings: strings)
+            // The session's own Authorization/Cookie headers are for the
+            // origin the task started at, not for where it was redirected.
+            try session.fillSpec(&spec, for: request, strings: strings,
+                                 keepsOriginBoundHeaders: RedirectPolicy.isSameOrigin(originalRequest.url, request.url))
             if let credential {
                 spec.user_password = UnsafePointer(strings.make("\(credential.user):\(credential.password)"))
             }
@@ -375,8 +390,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                                           url: current.url), outcome: nil)
             return true
         }
-        var next = current
-        next.url = target
+        // Credentials, cookies and proxy credentials stay behind on a change
+        // of scheme, host or port (the one rule, shared with the engine path).
+        var next = RedirectPolicy.request(current, redirectedTo: target)
         // 303, and 301/302 after a POST, continue as GET without a body (as browsers and curl do).
         if response.statusCode == 303 || ((response.statusCode == 301 || response.statusCode == 302) && next.method == .post) {
             if next.method != .head { next.method = .get }
@@ -384,15 +400,12 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             next.headers["Content-Length"] = nil
             next.headers["Content-Type"] = nil
         }
-        if target.host?.lowercased() != current.url.host?.lowercased() || target.port != current.url.port {
-            next.headers["Authorization"] = nil   // credentials never follow to another origin
-        }
         guard let decided = session.willPerformRedirection(task: self, response: response, newRequest: next) else {
             return false   // refused: the redirect response is the result, as with URLSession
         }
         core.withLock { $0.currentRequest = decided }
         discardHopResult()
-        submit(decided, credential: core.withLock { $0.credential })
+        submit(decided)
         return true
     }
 
@@ -412,11 +425,13 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                                                 previousFailureCount: previous, failureResponse: response,
                                                 serverTrust: nil, policyVerdict: nil)
         switch session.didReceiveChallenge(task: self, challenge: challenge) {
-        case .useCredential(let credential):
-            core.withLock { $0.credential = credential }
+        case .useCredential(let credential) where credential.serverTrust == nil:
+            core.withLock { $0.credential = (credential, url) }
             discardHopResult()
-            submit(currentRequest ?? originalRequest, credential: credential)
+            submit(currentRequest ?? originalRequest)
             return true
+        case .useCredential:
+            return false   // a server-trust credential answers no 401: the 401 is the result
         case .cancelAuthenticationChallenge:
             complete(error: TransferError(.cancelled, "authentication challenge cancelled", url: url), outcome: nil)
             return true
