@@ -75,7 +75,9 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
                 configureJournal(&spec, strings: strings, partPath: fixedDestination.path + ".part")
             }
         } else {
-            try FileMover.ensureDirectory(URL(fileURLWithPath: temporaryPath).deletingLastPathComponent())
+            // The part file lives in the private per-user folder, checked
+            // (ours, 0700, not a symlink) each time a task starts.
+            try TemporaryFolder.prepare(session.temporaryDirectory.path)
             spec.sink_part_path = UnsafePointer(strings.make(temporaryPath))
         }
         if let resume {
