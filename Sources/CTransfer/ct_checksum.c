@@ -77,8 +77,8 @@ ct_code cti_checksum_on_head(struct cti_transfer *t)
   (void)ct_sha256_final(c->ctx, scratch);
   if(t->resume_offset <= 0)
     return CT_OK;
-  fd = t->sink.part_path ? open(t->sink.part_path, O_RDONLY | O_CLOEXEC) :
-    -1;
+  fd = t->sink.part_path ?
+    open(t->sink.part_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
   if(fd < 0) {
     fail(t, CT_E_SINK_IO, errno, "cannot read the partial file to hash it");
     return CT_E_SINK_IO;

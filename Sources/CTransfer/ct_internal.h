@@ -41,9 +41,14 @@ struct cti_sink {
 };
 
 void cti_sink_init(struct cti_sink *sink);
-/* Open the part file for writing at `offset` (0 truncates). */
+/* How cti_sink_open_file treats what the part file already holds. */
+#define CTI_SINK_KEEP     0   /* a segment: other ranges live there too */
+#define CTI_SINK_TRUNCATE 1   /* start from an empty file */
+#define CTI_SINK_TRIM     2   /* resume: cut to `offset`, fail if shorter */
+/* Open the part file for writing at `offset`, never through a symlink;
+ * a new one is created 0600. `mode` is one of CTI_SINK_*. */
 ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
-                           int truncate_file);
+                           int mode);
 /* Start over at offset 0 (a 200 answered a range request). */
 ct_code cti_sink_restart(struct cti_sink *sink);
 /* Hint the final size so the file system can allocate it in one piece. */

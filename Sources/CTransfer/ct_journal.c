@@ -211,7 +211,11 @@ static int write_journal(struct cti_journal *j, int64_t durable,
     *what = "format";
     return ENOMEM;
   }
-  fd = open(j->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* A fresh file of ours, never through a symlink: a stale one from a
+   * crash is removed first. */
+  (void)unlink(j->tmp_path);
+  fd = open(j->tmp_path,
+            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if(fd < 0) {
     err = errno;
     free(text);
@@ -406,7 +410,7 @@ void cti_journal_finish(struct cti_transfer *t, int part_kept)
      * the journal says so (its own fsync may have been skipped after a
      * failed flush). */
     int fd = t->sink.part_path ?
-      open(t->sink.part_path, O_WRONLY | O_CLOEXEC) : -1;
+      open(t->sink.part_path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
     const char *what = "write";
     if(fd < 0 || fdatasync(fd) != 0) {
       if(fd >= 0)

@@ -21,22 +21,53 @@ void cti_sink_init(struct cti_sink *sink)
 }
 
 ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
-                           int truncate_file)
+                           int mode)
 {
-  int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+  /* O_NOFOLLOW: a symlink planted at the part path never redirects our
+   * writes. O_NONBLOCK: a FIFO there fails instead of blocking the loop;
+   * it means nothing for a regular file. */
+  int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   struct stat st;
+  int err = 0;
 
   if(!sink->part_path)
     return CT_E_INVALID_ARGUMENT;
-  if(truncate_file)
+  if(mode == CTI_SINK_TRUNCATE)
     flags |= O_TRUNC;
-  /* Remember whether the part file is ours, so that a failure removes only
-   * what we created and never a file the user asked to keep. */
-  sink->created = stat(sink->part_path, &st) != 0;
-  sink->fd = open(sink->part_path, flags, 0644);
+  /* Open what is there, else create it with O_EXCL: `created` then says
+   * whether the file is ours without a check-then-open race, so that a
+   * failure removes only what we created and never a file the user asked
+   * to keep. */
+  sink->created = 0;
+  sink->fd = open(sink->part_path, flags);
+  if(sink->fd < 0 && errno == ENOENT) {
+    sink->fd = open(sink->part_path, flags | O_CREAT | O_EXCL, 0600);
+    sink->created = sink->fd >= 0;
+  }
   if(sink->fd < 0) {
-    sink->sys_errno = errno;
-    return CT_E_SINK_IO;
+    err = errno;
+    goto fail;
+  }
+  if(fstat(sink->fd, &st) != 0) {
+    err = errno;
+    goto fail;
+  }
+  if(!S_ISREG(st.st_mode)) {
+    err = EINVAL;
+    goto fail;
+  }
+  if(mode == CTI_SINK_TRIM) {
+    /* Resume data and journals vouch for `offset` bytes only: drop what
+     * lies past them, now that the task runs. A shorter file cannot be
+     * continued at `offset` without a hole. */
+    if((int64_t)st.st_size < offset) {
+      err = ERANGE;
+      goto fail;
+    }
+    if((int64_t)st.st_size > offset && ftruncate(sink->fd, offset) != 0) {
+      err = errno;
+      goto fail;
+    }
   }
   if(!sink->buf_cap)
     sink->buf_cap = CTI_DEFAULT_SINK_BUFFER;
@@ -44,6 +75,16 @@ ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
   sink->durable = offset;
   sink->start = offset;
   return CT_OK;
+fail:
+  if(sink->fd >= 0) {
+    close(sink->fd);
+    sink->fd = -1;
+  }
+  if(sink->created)
+    unlink(sink->part_path);
+  sink->created = 0;
+  sink->sys_errno = err;
+  return CT_E_SINK_IO;
 }
 
 ct_code cti_sink_restart(struct cti_sink *sink)

@@ -302,7 +302,7 @@ static void deliver_head(struct cti_transfer *t)
       truncate_file = 0;
     }
     else if(offset > 0)
-      truncate_file = 0;
+      truncate_file = CTI_SINK_TRIM;
     rc = cti_sink_open_file(&t->sink, offset, truncate_file);
     if(rc != CT_OK)
       set_local_error(t, rc, t->sink.sys_errno,

@@ -15,6 +15,9 @@ struct Options: ParsableArguments {
     @Option(name: .customLong("output-dir"), help: "Where -O and multi-URL downloads go.")
     var outputDir: String?
 
+    @Flag(name: .customLong("clobber"), help: "Let -O and --output-dir replace an existing file.")
+    var clobber = false
+
     @Flag(name: .customLong("discard"), help: "Count the body bytes, store nothing.")
     var discard = false
 

@@ -55,6 +55,8 @@ struct RunPlan: Sendable {
     var verbose: Bool
     var silent: Bool
     var features: FeatureOptions
+    /// `--clobber`: a remote name may replace an existing file.
+    var clobber = false
 
     /// A plan failure: exit 2 for usage errors, 3 for unreadable inputs.
     static func make(verb: any Verb) throws(Failure) -> RunPlan {
@@ -281,7 +283,8 @@ struct RunPlan: Sendable {
 
         return RunPlan(jobs: jobs, configuration: configuration, body: body, acceptStatus: accept, print: selection,
                        parallel: options.parallel, progress: style, metricsPath: options.metrics,
-                       verbose: options.verbose && !options.silent, silent: options.silent, features: features)
+                       verbose: options.verbose && !options.silent, silent: options.silent, features: features,
+                       clobber: options.clobber)
     }
 
     /// `STRING` or `@FILE` (`@-` is stdin); a file body is streamed from disk.

@@ -359,12 +359,14 @@ final class Runner: Sendable {
             if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
             let name = RemoteName.make(response: response, requestURL: job.request?.url ?? response.url)
             let path = (directory as NSString).appendingPathComponent(name)
-            if let memory { return place(memory, at: path) }
+            // The name is the server's: an existing file stays unless --clobber.
+            if let memory { return place(memory, at: path, replacing: plan.clobber) }
             guard let downloadedFile else { return nil }
-            if rename(downloadedFile, path) != 0 {
-                let err = errno
+            let err = Self.move(downloadedFile, to: path, replacing: plan.clobber)
+            if err != 0 {
                 unlink(downloadedFile)
-                return Failure(.localFile, "cannot move the download to \(path): \(String(cString: strerror(err)))")
+                let why = err == EEXIST ? "the file exists (use --clobber to replace it)" : String(cString: strerror(err))
+                return Failure(.localFile, "cannot move the download to \(path): \(why)")
             }
             if plan.verbose { Terminal.note(Terminal.printable("* saved \(path)")) }
             return nil
@@ -373,7 +375,7 @@ final class Runner: Sendable {
 
     /// Writes `data` to `path.part`, then renames it to `path`; on failure
     /// nothing is left at either name.
-    private func place(_ data: Data, at path: String) -> Failure? {
+    private func place(_ data: Data, at path: String, replacing: Bool = true) -> Failure? {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             do {
@@ -383,19 +385,30 @@ final class Runner: Sendable {
             }
         }
         let part = path + ".part"
-        let fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             return Failure(.localFile, "cannot create \(part): \(String(cString: strerror(errno)))")
         }
         var rc = data.withUnsafeBytes { Terminal.writeAll(fd, $0) }
         if rc == 0, fsync(fd) != 0 { rc = errno }
         close(fd)
-        if rc == 0, rename(part, path) != 0 { rc = errno }
+        if rc == 0 { rc = Self.move(part, to: path, replacing: replacing) }
         if rc != 0 {
             unlink(part)
-            return Failure(.localFile, "cannot write \(path): \(String(cString: strerror(rc)))")
+            let why = rc == EEXIST ? "the file exists (use --clobber to replace it)" : String(cString: strerror(rc))
+            return Failure(.localFile, "cannot write \(path): \(why)")
         }
         return nil
+    }
+
+    /// rename(2), or without `replacing` link(2) then unlink: an existing
+    /// file at `path` (even one that appears just before) makes it fail with
+    /// EEXIST and stays as it was. Returns 0 or an errno.
+    static func move(_ source: String, to path: String, replacing: Bool) -> Int32 {
+        if replacing { return rename(source, path) == 0 ? 0 : errno }
+        guard link(source, path) == 0 else { return errno }
+        unlink(source)
+        return 0
     }
 
     private func verboseResponse(_ response: HTTPResponse) {

@@ -82,6 +82,31 @@ struct CLIOutputTests {
         #expect(try FileDigest.sha256(of: directory.file("1234")) == TestServer.sha256(seed: 2, count: 1234))
     }
 
+    @Test("-O leaves an existing file of the server's name untouched and exits 12; --clobber replaces it")
+    func remoteNameDoesNotClobber() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let existing = directory.file("report.pdf")
+        let original = Data("precious local data\n".utf8)
+        try original.write(to: existing)
+        let url = server.url("/content-disposition?name=attachment%3B%20filename%3D%22report.pdf%22").absoluteString
+
+        let refused = try CLI.run(["get", "-s", "-O", "--output-dir", directory.path, url])
+        let refusedMemory = try CLI.run(["post", "-s", "-O", "--data", "x=1", "--output-dir", directory.path, url])
+
+        #expect(refused.status == 12, "\(refused.stderrText)")
+        #expect(refusedMemory.status == 12, "\(refusedMemory.stderrText)")
+        #expect(try Data(contentsOf: existing) == original)
+        #expect(CLI.listing(directory.path) == ["report.pdf"])
+
+        let replaced = try CLI.run(["get", "-s", "-O", "--clobber", "--output-dir", directory.path, url])
+
+        #expect(replaced.status == 0, "\(replaced.stderrText)")
+        #expect(try String(contentsOf: existing, encoding: .utf8) == "content-disposition body\n")
+        #expect(CLI.listing(directory.path) == ["report.pdf"])
+    }
+
     @Test("head prints the status line and the headers")
     func headPrintsHeaders() throws {
         let server = try TestServer.start()

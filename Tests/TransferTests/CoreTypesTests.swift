@@ -70,7 +70,7 @@ struct CoreTypesTests {
 
     @Test("resume data that is corrupt, foreign, of another version or without its file is refused")
     func resumeDataValidation() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try TemporaryDirectory()  // mkdtemp: 0700, ours, as the session's folder
         let partial = directory.file("partial.part")
         try Data(repeating: 7, count: 100).write(to: partial)
         func document(_ fields: [String: Any]) throws -> Data {
@@ -84,13 +84,20 @@ struct CoreTypesTests {
                     try document(["url": "ftp://h/f"]), try document(["partialFile": "/nonexistent"]),
                     try document(["bytesOnDisk": 1000])]
         {
-            #expect(throws: TransferError.self) { try ResumeData.decode(bad) }
-            do { _ = try ResumeData.decode(bad) } catch { #expect(error.code == .invalidResumeData) }
+            #expect(throws: TransferError.self) { try ResumeData.decode(bad, temporaryFolder: directory.path) }
+            do {
+                _ = try ResumeData.decode(bad, temporaryFolder: directory.path)
+            } catch {
+                #expect(error.code == .invalidResumeData)
+            }
         }
-        let good = try ResumeData.decode(try document([:]))
+        let good = try ResumeData.decode(try document([:]), temporaryFolder: directory.path)
         #expect(good.bytesOnDisk == 60)
-        // Bytes past the claimed length were never confirmed: they are dropped.
-        #expect((try FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? NSNumber)?.intValue == 60)
+        // Outside the session's folder the same document is refused.
+        #expect(throws: TransferError.self) { try ResumeData.decode(try document([:])) }
+        // Decoding touches nothing: the engine drops the unconfirmed bytes
+        // when the task runs.
+        #expect((try FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? NSNumber)?.intValue == 100)
     }
 
     @Test("Protected serialises concurrent updates")

@@ -138,6 +138,10 @@ extension HTTPResponse {
 extension DownloadTask {
     /// A destination that puts the file in `directory` under the response's
     /// ``HTTPResponse/suggestedFilename``: never outside `directory`.
+    ///
+    /// The name comes from the server, so an existing file of that name is
+    /// not replaced: the task fails with ``TransferError/Code/fileError``
+    /// (`EEXIST`) unless ``DownloadTask/replacesExistingFile`` is set.
     public static func destination(inDirectory directory: URL) -> Destination {
         { _, response in
             directory.appendingPathComponent(response.suggestedFilename, isDirectory: false)

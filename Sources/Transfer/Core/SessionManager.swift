@@ -45,8 +45,7 @@ public final class SessionManager: Sendable {
         delegateQueue = DispatchQueue(label: label + ".delegate")
         engine = try Engine(configuration: configuration, delegateQueue: delegateQueue)
         mailbox = engine.mailbox
-        temporaryDirectory = URL(fileURLWithPath: NSTemporaryDirectory())
-            .appendingPathComponent("transfer-\(getpid())", isDirectory: true)
+        temporaryDirectory = URL(fileURLWithPath: TemporaryFolder.path(), isDirectory: true)
         state = Protected(State())
         delegateQueue.setSpecific(key: queueKey, value: true)
         // The default policy, with the challenge hooks wired, from the start.
@@ -465,26 +464,10 @@ public final class SessionManager: Sendable {
     func fillSpec(_ spec: inout ct_transfer_spec, for request: Request, strings: CStrings,
                   keepsOriginBoundHeaders: Bool = true) throws(TransferError)
     {
-        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            request.url.host?.isEmpty == false
-        else {
-            throw TransferError(.invalidRequest, "unsupported URL \(request.url.absoluteString.debugDescription)",
-                                url: request.url)
-        }
         let sessionHeaders = keepsOriginBoundHeaders ? configuration.httpAdditionalHeaders
             : RedirectPolicy.removingOriginBoundHeaders(configuration.httpAdditionalHeaders)
+        try request.validate(additionalHeaders: sessionHeaders)
         let headers = sessionHeaders.merging(request.headers)
-        do throws(TransferError) {
-            try headers.validate()
-        } catch {
-            var error = error
-            error.url = request.url
-            throw error
-        }
-        guard request.method.rawValue.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), !request.method.rawValue.isEmpty else {
-            throw TransferError(.invalidRequest, "invalid HTTP method \(request.method.rawValue.debugDescription)",
-                                url: request.url)
-        }
         spec.url = UnsafePointer(strings.make(request.url.absoluteString))
         spec.method = UnsafePointer(strings.make(request.method.rawValue))
         let lines = headers.map { "\($0.name): \($0.value)" }

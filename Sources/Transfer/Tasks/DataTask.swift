@@ -85,10 +85,15 @@ public class DataTask: TransferTask, @unchecked Sendable {
         let (hooks, delegate) = session.observers
         hooks.dataTaskDidBecomeDownloadTask?(session, self, download)
         delegate?.session(session, dataTask: self, didBecome: download)
-        // The session's temporary folder exists only once some download made
-        // it; without it the engine fails to open the file (ENOENT). A
-        // failure here shows up as that same engine error.
-        try? FileMover.ensureDirectory(URL(fileURLWithPath: download.temporaryPath).deletingLastPathComponent())
+        // The session's private folder is made (or checked: ours, 0700, no
+        // symlink) before a byte goes there; a folder we cannot trust makes
+        // the transfer stop instead.
+        do throws(TransferError) {
+            try TemporaryFolder.prepare(session.temporaryDirectory.path)
+        } catch {
+            session.engine.setDisposition(engineID, CT_DISPOSITION_CANCEL)
+            return
+        }
         session.engine.setDisposition(engineID, CT_DISPOSITION_BECOME_FILE, path: download.temporaryPath)
     }
 

@@ -75,7 +75,9 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
                 configureJournal(&spec, strings: strings, partPath: fixedDestination.path + ".part")
             }
         } else {
-            try FileMover.ensureDirectory(URL(fileURLWithPath: temporaryPath).deletingLastPathComponent())
+            // The part file lives in the private per-user folder, checked
+            // (ours, 0700, not a symlink) each time a task starts.
+            try TemporaryFolder.prepare(session.temporaryDirectory.path)
             spec.sink_part_path = UnsafePointer(strings.make(temporaryPath))
         }
         if let resume {
@@ -207,7 +209,9 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
             target = fixedDestination
         }
         guard let target else { return temporary }
-        try FileMover.move(from: temporary, to: target)
+        // A destination chosen at the end may come from the server (see
+        // ``destination(inDirectory:)``): never replace a file unasked.
+        try FileMover.move(from: temporary, to: target, replacing: replacesExistingFile)
         return target
     }
 
@@ -217,6 +221,19 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
             return core.resumeDataHandler
         }
     }
+
+    /// Whether the move to a destination given by a ``Destination`` closure,
+    /// ``destination(inDirectory:)`` or the finish hook replaces a file that
+    /// is already there. Default `false`: the task fails with
+    /// ``TransferError/Code/fileError`` (`EEXIST`) and the existing file is
+    /// left as it was, as AFNetworking's move does. Set it before `resume()`.
+    /// Downloads to a fixed URL (`downloadTask(with:to:)`) always replace.
+    public var replacesExistingFile: Bool {
+        get { replacing.withLock { $0 } }
+        set { replacing.withLock { $0 = newValue } }
+    }
+
+    private let replacing = Protected<Bool>(false)
 
     /// Where the file is, once the task completed successfully.
     public var fileURL: URL? { location.withLock { $0 } }
@@ -270,20 +287,23 @@ enum FileMover {
         }
     }
 
-    /// Atomic replace with rename(2); across file systems, copy then rename.
-    static func move(from source: URL, to target: URL) throws(TransferError) {
+    /// Moves a finished download to `target`. With `replacing`, an existing
+    /// file there is replaced atomically (rename(2)); without it, an existing
+    /// file is left untouched and the move fails with
+    /// ``TransferError/Code/fileError`` (`EEXIST`). Across file systems the
+    /// file is copied next to `target` first, then moved the same way.
+    static func move(from source: URL, to target: URL, replacing: Bool = true) throws(TransferError) {
         try ensureDirectory(target.deletingLastPathComponent())
-        if rename(source.path, target.path) == 0 { return }
-        let err = errno
-        guard err == EXDEV else {
-            var e = TransferError(.fileError,
-                                  "cannot move the download to \(target.path): \(String(cString: strerror(err)))")
-            e.systemErrno = err
-            throw e
+        let err = replacing ? (rename(source.path, target.path) == 0 ? 0 : errno) : place(source.path, target.path)
+        if err == 0 {
+            if !replacing { unlink(source.path) }
+            return
         }
-        let staging = target.path + ".part"
+        guard err == EXDEV else { throw moveFailure(err, target) }
+        // Staged under a fresh name in the target's folder, then moved as above.
+        let staging = target.deletingLastPathComponent()
+            .appendingPathComponent(".transfer-\(UUID().uuidString).tmp").path
         do {
-            try? FileManager.default.removeItem(atPath: staging)
             try FileManager.default.copyItem(atPath: source.path, toPath: staging)
         } catch {
             try? FileManager.default.removeItem(atPath: staging)
@@ -291,13 +311,34 @@ enum FileMover {
             e.systemErrno = EXDEV
             throw e
         }
-        if rename(staging, target.path) != 0 {
-            let err = errno
-            try? FileManager.default.removeItem(atPath: staging)
-            var e = TransferError(.fileError, "cannot move the download into place: \(String(cString: strerror(err)))")
-            e.systemErrno = err
-            throw e
-        }
+        let staged = replacing ? (rename(staging, target.path) == 0 ? 0 : errno) : place(staging, target.path)
+        unlink(staging)
+        guard staged == 0 else { throw moveFailure(staged, target) }
         try? FileManager.default.removeItem(at: source)
+    }
+
+    /// Puts `source` at `target` only if nothing is there, in one step: a
+    /// check then a rename would let a file appear in between and be
+    /// replaced. link(2) fails with EEXIST instead; the caller removes
+    /// `source`. File systems without hard links get an O_EXCL placeholder
+    /// that the rename then replaces. Returns 0 or an errno.
+    private static func place(_ source: String, _ target: String) -> Int32 {
+        if link(source, target) == 0 { return 0 }
+        let err = errno
+        guard err == EPERM || err == EOPNOTSUPP || err == EMLINK else { return err }
+        let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd < 0 { return errno }
+        close(fd)
+        if rename(source, target) == 0 { return 0 }
+        let renameErr = errno
+        unlink(target)
+        return renameErr
+    }
+
+    private static func moveFailure(_ err: Int32, _ target: URL) -> TransferError {
+        let why = err == EEXIST ? "a file is already there (not replaced)" : String(cString: strerror(err))
+        var e = TransferError(.fileError, "cannot move the download to \(target.path): \(why)")
+        e.systemErrno = err
+        return e
     }
 }

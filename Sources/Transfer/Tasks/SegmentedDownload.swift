@@ -434,7 +434,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     }
 
     private func preallocate(_ length: Int64) throws(TransferError) {
-        let fd = open(partPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(partPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw DurableFile.error("cannot create \(partPath)") }
         defer { close(fd) }
         // The real size at once, so every range can write at its offset;
@@ -586,7 +586,7 @@ enum DurableFile {
 
     static func write(_ data: Data, to path: String) throws(TransferError) {
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw error("cannot create \(temporary)") }
         let written = data.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress, raw.count) }
         if written != data.count || fsync(fd) != 0 {
