@@ -126,15 +126,16 @@ struct ct_transfer_spec {
    * `max_decode_ratio`: once more than 1 MiB was decoded, the most decoded
    * bytes per body byte received (Content-Encoding); 0: no limit. The
    * default (CT_DEFAULT_DECODE_RATIO, set by ct_transfer_spec_init) is
-   * above what real text reaches (10-100:1) and below a deflate bomb
-   * (~1030:1); stacked encodings and brotli bombs go far beyond.
+   * Apache POI's zip-bomb ratio: above what served text reaches (5-50:1),
+   * below a deflate bomb (fixed Huffman ~158:1, dynamic ~1030:1, stacked
+   * encodings far beyond).
    * Both fail with CT_E_TOO_LARGE; a file sink then removes its part file
    * (or keeps it, trimmed to the bytes written, with KEEP_PARTIAL). */
   int64_t max_body_size;
   int64_t max_decode_ratio;
 };
 
-#define CT_DEFAULT_DECODE_RATIO 500
+#define CT_DEFAULT_DECODE_RATIO 100
 
 /* Fill a spec with defaults (GET, memory sink, 30 s connect timeout,
  * decode ratio CT_DEFAULT_DECODE_RATIO, no body size limit). */

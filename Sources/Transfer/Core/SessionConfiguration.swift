@@ -45,9 +45,10 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// With compressed responses, the most decoded bytes per byte received
     /// once the body passed 1 MiB; more fails with
     /// ``TransferError/Code/responseTooLarge``. It applies to every task,
-    /// files included (a bomb fills a disk as well as memory). Real text
-    /// reaches 10-100:1, a deflate bomb ~1030:1. 0: no limit.
-    public var maximumDecompressionRatio: Int64 = 500
+    /// files included (a bomb fills a disk as well as memory). Served text
+    /// reaches 5-50:1, a deflate bomb 158:1 to 1030:1 (Apache POI refuses
+    /// zip entries past 100:1 too). 0: no limit.
+    public var maximumDecompressionRatio: Int64 = 100
 
     public init() {}
 
