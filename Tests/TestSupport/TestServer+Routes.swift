@@ -14,7 +14,8 @@ import Foundation
 //   /slow?rate=R&size=N&seed=S    /bytes/N at R bytes per second (default 64 KiB/s, 1 MiB).
 //   /stall?size=N                 head announcing N bytes (default 1024), then nothing.
 //   /stall-headers                reads the request, never answers.
-//   /truncate/N?seed=S&send=K     announces N bytes, sends K (default N/2), closes cleanly (FIN).
+//   /truncate/N?seed=S&send=K     announces N bytes, sends K (default N/2), closes cleanly (FIN);
+//                                 ranges=1 adds Accept-Ranges: bytes (and HEAD gets the head).
 //   /gzip-zeros/N?chunked=1       N zero bytes as one hand-built gzip member (~158:1) with
 //                                 Content-Encoding: gzip and the encoded Content-Length, or
 //                                 chunked; a decompression bomb for large N (GzipZeros).
@@ -95,8 +96,13 @@ extension Connection {
             throw ConnectionEnd.close
         case "truncate":
             guard parts.count == 2, let count = Int(parts[1]), count >= 0 else { return try notFound(head) }
+            // ranges=1: claims Accept-Ranges (HEAD answers the head only), yet
+            // answers every GET with the short 200 (a HEAD that lies).
+            let ranges: [(String, String)] = head.query("ranges") == "1" ? [("Accept-Ranges", "bytes")] : []
             try sendHead(
-                status: 200, headers: [("Content-Type", "application/octet-stream"), ("Content-Length", "\(count)")])
+                status: 200,
+                headers: [("Content-Type", "application/octet-stream"), ("Content-Length", "\(count)")] + ranges)
+            if head.method == "HEAD" { return try finish(head) }
             let send = min(count, Int(head.query("send") ?? "") ?? count / 2)
             try sendStream(seed: seed(head), from: 0, count: send, rate: 0)
             throw ConnectionEnd.linger

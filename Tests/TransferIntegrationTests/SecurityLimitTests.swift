@@ -187,4 +187,48 @@ struct SecurityLimitTests {
 
         #expect(outcome.error?.code == .responseTooLarge)
     }
+
+    @Test("a segmented download whose HEAD claims 10 GiB keeps a sparse part file, not a 10 GiB allocation")
+    func segmentedLyingHeadAllocatesNothingLarge() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let destination = directory.file("segmented.bin")
+
+        // HEAD: 10 GiB with ranges; every GET: a short 200 (the range ignored).
+        let download = session.segmentedDownload(
+            with: Request(url: server.url("/truncate/10737418240?send=5&ranges=1")), to: destination, segments: 4,
+            options: DownloadOptions(resumable: true))
+        var failure: TransferError?
+        do { _ = try await download.value } catch { failure = error as? TransferError }
+
+        #expect(failure != nil)
+        #expect(!exists(destination))
+        let allocated = allocatedBytes(destination.path + ".part")
+        #expect(allocated < 1 << 20, "part file holds \(allocated) allocated bytes")
+    }
+
+    @Test("a segmented download larger than maximumFileSize fails before any range is fetched")
+    func segmentedOverMaximumFileSize() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let destination = directory.file("segmented.bin")
+        var options = DownloadOptions()
+        options.maximumFileSize = 1 << 20
+
+        let download = session.segmentedDownload(with: Request(url: server.url("/bytes/8000000?seed=3")),
+                                                 to: destination, segments: 4, options: options)
+        var failure: TransferError?
+        do { _ = try await download.value } catch { failure = error as? TransferError }
+
+        #expect(failure?.code == .responseTooLarge)
+        #expect(!exists(destination))
+        #expect(!exists(destination.path + ".part"))
+        #expect(server.requests.filter { $0.header("range") != nil }.isEmpty)
+    }
 }
