@@ -105,6 +105,7 @@ const char *ct_code_name(ct_code code)
   case CT_E_UNSUPPORTED: return "unsupported";
   case CT_E_NOT_FOUND: return "not_found";
   case CT_E_HTTP_STATUS: return "http_status";
+  case CT_E_TOO_LARGE: return "too_large";
   }
   return "unknown";
 }

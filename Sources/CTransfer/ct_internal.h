@@ -17,6 +17,12 @@
 #define CTI_DEFAULT_PROGRESS_MS 16
 #define CTI_FILE_READ_BLOCK (2u * 1024u * 1024u)
 #define CTI_EASY_POOL 256
+/* Limits (issue 11): memory and disk follow the bytes that really came,
+ * never what the server announced. */
+#define CTI_MEM_FIRST_RESERVE (1u << 20)    /* memory sink, from a length */
+#define CTI_PREALLOC_FIRST ((int64_t)16 << 20)  /* file, first reservation */
+#define CTI_PREALLOC_MARGIN ((int64_t)256 << 20) /* free space left alone */
+#define CTI_DECODE_RATIO_FLOOR ((int64_t)1 << 20)
 
 /* --- ct_sink.c --------------------------------------------------------- */
 
@@ -26,6 +32,7 @@ struct cti_sink {
   char *mem;
   size_t mem_len;
   size_t mem_cap;
+  size_t mem_hint;      /* announced length: grow to it, not past it */
   /* file */
   int fd;
   char *path;           /* final destination, NULL: keep the part file */
@@ -38,6 +45,8 @@ struct cti_sink {
   int64_t start;        /* offset this sink began writing at */
   int sys_errno;
   int created;          /* we created the part file */
+  int64_t prealloc_goal;  /* announced end of file; 0: do not reserve */
+  int64_t prealloc_end;   /* blocks reserved (KEEP_SIZE) up to here */
 };
 
 void cti_sink_init(struct cti_sink *sink);
@@ -51,8 +60,15 @@ ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
                            int mode);
 /* Start over at offset 0 (a 200 answered a range request). */
 ct_code cti_sink_restart(struct cti_sink *sink);
-/* Hint the final size so the file system can allocate it in one piece. */
+/* Hint the final size so the file system can allocate it in few pieces.
+ * Blocks are reserved ahead of the writes, geometrically (at most about
+ * twice what was written, plus 16 MiB), only while free space allows, and
+ * released past the end of the file when the sink is committed or
+ * abandoned: an announced length alone never costs disk. */
 void cti_sink_preallocate(struct cti_sink *sink, int64_t total);
+/* Memory sink: reserve for an announced length (at most 1 MiB now; the
+ * rest grows geometrically as bytes come, up to the hint). */
+void cti_sink_reserve_memory(struct cti_sink *sink, int64_t total);
 /* Append bytes; CT_OK or CT_E_SINK_IO / CT_E_NO_MEMORY. */
 ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len);
 /* Write buffered bytes out (no fsync). */
@@ -129,6 +145,9 @@ struct cti_transfer {
   long status;
   int64_t content_length;
   int64_t content_range_start;
+  int64_t body_decoded;     /* body bytes of this response passed on */
+  int chunked;              /* this response is Transfer-Encoding: chunked */
+  size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   char *etag;
   char *last_modified;
   int head_delivered;

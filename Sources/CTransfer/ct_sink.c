@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 void cti_sink_init(struct cti_sink *sink)
@@ -99,17 +100,91 @@ ct_code cti_sink_restart(struct cti_sink *sink)
   sink->base = 0;
   sink->durable = 0;
   sink->start = 0;
+  sink->prealloc_goal = 0;   /* the truncate freed every reserved block */
+  sink->prealloc_end = 0;
   return CT_OK;
+}
+
+/* Reserve blocks up to `want` (capped at the announced end) if the file
+ * system has room for them and a margin besides. Any refusal stops the
+ * reservations for good: the writes themselves will meet a full disk. */
+static void reserve_blocks(struct cti_sink *sink, int64_t want)
+{
+  struct statvfs vfs;
+  int64_t room;
+  int64_t margin;
+
+  if(want > sink->prealloc_goal)
+    want = sink->prealloc_goal;
+  if(want <= sink->prealloc_end)
+    return;
+  if(fstatvfs(sink->fd, &vfs) != 0) {
+    sink->prealloc_goal = 0;
+    return;
+  }
+  room = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+  margin = room / 20 > CTI_PREALLOC_MARGIN ? room / 20 : CTI_PREALLOC_MARGIN;
+  if(want - sink->prealloc_end > room - margin) {
+    sink->prealloc_goal = 0;
+    return;
+  }
+  /* KEEP_SIZE: reserve the blocks but leave the file size at what has
+   * really been written, so a kept part file never claims bytes it lacks.
+   * File systems without fallocate simply say no; that is fine. */
+  if(fallocate(sink->fd, FALLOC_FL_KEEP_SIZE, (off_t)sink->prealloc_end,
+               (off_t)(want - sink->prealloc_end)) != 0) {
+    sink->prealloc_goal = 0;
+    return;
+  }
+  sink->prealloc_end = want;
 }
 
 void cti_sink_preallocate(struct cti_sink *sink, int64_t total)
 {
   if(sink->fd < 0 || total <= 0)
     return;
-  /* KEEP_SIZE: reserve the blocks but leave the file size at what has
-   * really been written, so a kept part file never claims bytes it lacks.
-   * File systems without fallocate simply say no; that is fine. */
-  (void)fallocate(sink->fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)total);
+  /* The announced length is the server's word, not a fact: reserve a
+   * first piece now and the rest only as the bytes really arrive. */
+  sink->prealloc_goal = total;
+  sink->prealloc_end = 0;
+  reserve_blocks(sink, CTI_PREALLOC_FIRST);
+}
+
+/* Before writing up to `end`: keep the reservation ahead of the writes,
+ * doubling it, so a length the server does not honour costs at most about
+ * what it really sent. */
+static void reserve_ahead(struct cti_sink *sink, int64_t end)
+{
+  int64_t want;
+  if(sink->prealloc_goal <= sink->prealloc_end ||
+     end < sink->prealloc_end - CTI_PREALLOC_FIRST / 2)
+    return;
+  want = sink->prealloc_end * 2;
+  if(want < end + CTI_PREALLOC_FIRST)
+    want = end + CTI_PREALLOC_FIRST;
+  reserve_blocks(sink, want);
+}
+
+/* Give back the blocks reserved past the end of the file (the body ended
+ * short of its announced length, or failed): truncating to the current
+ * size frees them on ext4 and xfs; growing by one byte and shrinking back
+ * frees them on file systems (tmpfs) that skip a same-size truncate. */
+static void release_reserved(struct cti_sink *sink)
+{
+  struct stat st;
+  if(sink->fd < 0 || !sink->prealloc_end)
+    return;
+  sink->prealloc_goal = 0;
+  sink->prealloc_end = 0;
+  if(fstat(sink->fd, &st) != 0)
+    return;
+  if((int64_t)st.st_blocks * 512 <= (int64_t)st.st_size + (1 << 20))
+    return;
+  (void)ftruncate(sink->fd, st.st_size);
+  if(fstat(sink->fd, &st) == 0 &&
+     (int64_t)st.st_blocks * 512 > (int64_t)st.st_size + (1 << 20) &&
+     ftruncate(sink->fd, st.st_size + 1) == 0)
+    (void)ftruncate(sink->fd, st.st_size);
 }
 
 static ct_code write_all(struct cti_sink *sink, const char *data, size_t len,
@@ -149,6 +224,7 @@ ct_code cti_sink_flush(struct cti_sink *sink)
   ct_code rc;
   if(sink->fd < 0 || !sink->buf_len)
     return CT_OK;
+  reserve_ahead(sink, sink->base + (int64_t)sink->buf_len);
   rc = write_all(sink, sink->buf, sink->buf_len, sink->base);
   if(rc != CT_OK)
     return rc;
@@ -159,13 +235,35 @@ ct_code cti_sink_flush(struct cti_sink *sink)
   return CT_OK;
 }
 
+void cti_sink_reserve_memory(struct cti_sink *sink, int64_t total)
+{
+  size_t first;
+  if(total <= 0 || sink->mem)
+    return;
+  sink->mem_hint = (uint64_t)total > SIZE_MAX ? SIZE_MAX : (size_t)total;
+  first = sink->mem_hint < CTI_MEM_FIRST_RESERVE ? sink->mem_hint :
+    CTI_MEM_FIRST_RESERVE;
+  /* A failed reservation is no error: mem_append grows on demand. */
+  sink->mem = malloc(first);
+  if(sink->mem)
+    sink->mem_cap = first;
+}
+
 static ct_code mem_append(struct cti_sink *sink, const char *data, size_t len)
 {
-  if(sink->mem_len + len > sink->mem_cap) {
+  size_t need;
+  if(len > SIZE_MAX - sink->mem_len)
+    return CT_E_NO_MEMORY;
+  need = sink->mem_len + len;
+  if(need > sink->mem_cap) {
     size_t cap = sink->mem_cap ? sink->mem_cap : 16384;
     char *grown;
-    while(cap < sink->mem_len + len)
-      cap *= 2;
+    while(cap < need)
+      cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    /* Doubling past an honest announced length would waste up to half the
+     * buffer: stop at the length when it covers what is needed. */
+    if(sink->mem_hint >= need && sink->mem_hint < cap)
+      cap = sink->mem_hint;
     grown = realloc(sink->mem, cap);
     if(!grown)
       return CT_E_NO_MEMORY;
@@ -193,6 +291,7 @@ ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len)
      * the file as it is: copying it into the buffer first would only add a
      * memmove of every byte. The buffer gathers the small chunks (TLS
      * records are 16 KiB) into MiB-sized writes. */
+    reserve_ahead(sink, sink->base + (int64_t)len);
     rc = write_all(sink, data, len, sink->base);
     if(rc != CT_OK)
       return rc;
@@ -231,6 +330,7 @@ ct_code cti_sink_commit(struct cti_sink *sink)
   rc = cti_sink_flush(sink);
   if(rc != CT_OK)
     return rc;
+  release_reserved(sink);
   if(fsync(sink->fd) != 0) {
     sink->sys_errno = errno;
     return CT_E_SINK_IO;
@@ -259,6 +359,9 @@ void cti_sink_abandon(struct cti_sink *sink, int keep)
       if(cti_sink_flush(sink) == CT_OK)
         (void)fsync(sink->fd);
     }
+    /* Kept or not, the part file never keeps blocks for bytes that never
+     * came (a 10 GiB Content-Length followed by 5 bytes). */
+    release_reserved(sink);
     close(sink->fd);
     sink->fd = -1;
   }

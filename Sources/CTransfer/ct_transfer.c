@@ -37,6 +37,7 @@ void ct_transfer_spec_init(struct ct_transfer_spec *spec)
   spec->flags = CT_FLAG_FOLLOW_REDIRECTS;
   spec->max_redirects = 16;
   spec->connect_timeout_ms = CTI_DEFAULT_CONNECT_TIMEOUT_MS;
+  spec->max_decode_ratio = CT_DEFAULT_DECODE_RATIO;
 }
 
 static int has_crlf(const char *s)
@@ -290,6 +291,15 @@ static void deliver_head(struct cti_transfer *t)
   if(t->flags & CT_FLAG_NO_BODY)
     expected = 0;
   counter_store(&t->counters->bytes_expected_to_receive, expected);
+  if(t->spec.max_body_size > 0 && expected > t->spec.max_body_size) {
+    /* Refused before the sink is opened: nothing is stored (curl's
+     * --max-filesize does the same with the announced length). */
+    char text[128];
+    snprintf(text, sizeof(text), "the announced body (%lld bytes) is "
+             "larger than the limit of %lld bytes", (long long)expected,
+             (long long)t->spec.max_body_size);
+    set_local_error(t, CT_E_TOO_LARGE, 0, text);
+  }
 
   if(t->sink.kind == CT_SINK_FILE && t->status < 300 &&
      t->local_code == CT_OK) {
@@ -324,12 +334,8 @@ static void deliver_head(struct cti_transfer *t)
     counter_store(&t->counters->bytes_received, 0);
   }
   if(t->sink.kind == CT_SINK_MEMORY && t->content_length > 0 &&
-     t->content_length <= 64 * 1024 * 1024 && !t->sink.mem) {
-    /* One allocation of the announced size instead of doublings. */
-    t->sink.mem = malloc((size_t)t->content_length);
-    if(t->sink.mem)
-      t->sink.mem_cap = (size_t)t->content_length;
-  }
+     t->local_code == CT_OK)
+    cti_sink_reserve_memory(&t->sink, t->content_length);
 
   if(t->flags & CT_FLAG_AWAIT_DISPOSITION)
     t->awaiting_disposition = 1;
@@ -361,6 +367,8 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
     t->status = sp ? strtol(sp + 1, NULL, 10) : 0;
     t->content_length = -1;
     t->content_range_start = -1;
+    t->body_decoded = 0;
+    t->chunked = 0;
     free(t->etag);
     free(t->last_modified);
     t->etag = NULL;
@@ -392,6 +400,11 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
     if(strncasecmp(value, "bytes ", 6) == 0)
       t->content_range_start = strtoll(value + 6, NULL, 10);
   }
+  else if(header_value(data, len, "Transfer-Encoding", value,
+                       sizeof(value))) {
+    if(strcasestr(value, "chunked"))
+      t->chunked = 1;
+  }
   else if(header_value(data, len, "ETag", value, sizeof(value))) {
     free(t->etag);
     t->etag = strdup(value);
@@ -404,6 +417,44 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
 }
 
 /* --- body ------------------------------------------------------------ */
+
+/* Whether the `len` bytes curl hands us now would take the body past its
+ * limits; then the transfer fails with CT_E_TOO_LARGE before they are
+ * stored, so memory and disk never hold more than the limit. */
+static int over_limits(struct cti_transfer *t, size_t len)
+{
+  int64_t decoded = t->body_decoded + (int64_t)len;
+  char text[160];
+
+  if(t->spec.max_body_size > 0 &&
+     decoded + t->resume_offset > t->spec.max_body_size) {
+    snprintf(text, sizeof(text), "the response body is larger than the "
+             "limit of %lld bytes", (long long)t->spec.max_body_size);
+    set_local_error(t, CT_E_TOO_LARGE, 0, text);
+    return 1;
+  }
+  if(t->spec.max_decode_ratio > 0 && decoded > CTI_DECODE_RATIO_FLOOR) {
+    /* curl counts body bytes as received, before content decoding; we
+     * see them decoded. Without chunked encoding curl counts a read
+     * before it decodes it; with it, after: allow one read of lag. */
+    curl_off_t raw = 0;
+    if(curl_easy_getinfo(t->easy, CURLINFO_SIZE_DOWNLOAD_T, &raw) !=
+       CURLE_OK || raw < 0)
+      raw = 0;
+    if(t->chunked)
+      raw += (curl_off_t)t->recv_buffer;
+    if(decoded / t->spec.max_decode_ratio > (int64_t)raw) {
+      snprintf(text, sizeof(text), "the response body decodes to more "
+               "than %lld bytes per byte received (%lld from %lld)",
+               (long long)t->spec.max_decode_ratio, (long long)decoded,
+               (long long)raw);
+      set_local_error(t, CT_E_TOO_LARGE, 0, text);
+      return 1;
+    }
+  }
+  t->body_decoded = decoded;
+  return 0;
+}
 
 static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
 {
@@ -424,6 +475,8 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
     return len;            /* body of a redirect we follow */
   if(cti_rate_blocked(t, CTI_RECV))
     return CURL_WRITEFUNC_PAUSE;   /* redelivered after the rate timer */
+  if(over_limits(t, len))
+    return 0;              /* CURLE_WRITE_ERROR; local_code says why */
   cti_rate_consume(t, CTI_RECV, len);
   if(t->sink.kind == CT_SINK_STREAM) {
     struct ct_callbacks *cb = &t->loop->config.callbacks;
@@ -598,8 +651,11 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   SETOPT(CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
   SETOPT(CURLOPT_XFERINFODATA, t);
   SETOPT(CURLOPT_NOPROGRESS, 0L);
-  if(big_sink)
+  t->recv_buffer = CURL_MAX_WRITE_SIZE;
+  if(big_sink) {
     SETOPT(CURLOPT_BUFFERSIZE, 512L * 1024L);
+    t->recv_buffer = 512u * 1024u;
+  }
   if(t->headers)
     SETOPT(CURLOPT_HTTPHEADER, t->headers);
   if(t->proxy_headers) {

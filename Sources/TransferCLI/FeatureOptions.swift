@@ -15,6 +15,10 @@ import Transfer
 ///   for bodiless downloads (falls back to one connection without ranges).
 /// - `--sha256`, `--resume`: ``DownloadOptions`` (checked while streaming;
 ///   part file and journal kept on interruption).
+/// - `--max-filesize`: ``DownloadOptions/maximumFileSize`` for downloads,
+///   ``SessionConfiguration/maximumResponseBodySize`` for bodies kept in
+///   memory (RunPlan); exceeding it is exit 11 (an oversized body is a
+///   malformed response to us; curl's own code, 63, has no class here).
 /// - `--pinning-mode`, `--pin-cert`, `--pin-sha256`, `-k`,
 ///   `--allow-invalid-certificates`, `--no-validate-domain`: a
 ///   ``SecurityPolicy`` installed on the session.
@@ -31,10 +35,15 @@ struct FeatureOptions: Sendable {
     var serializer: Serializer?
     var expectedSHA256: String?
     var resume: Bool
+    /// --max-filesize in bytes; 0: no limit.
+    var maximumFileSize: Int64 = 0
 
     /// The options of every bodiless download.
     var downloadOptions: DownloadOptions {
-        DownloadOptions(resumable: resume, expectedSHA256: expectedSHA256, speedLimit: perTransferRate ?? 0)
+        var options = DownloadOptions(resumable: resume, expectedSHA256: expectedSHA256,
+                                      speedLimit: perTransferRate ?? 0)
+        options.maximumFileSize = maximumFileSize
+        return options
     }
 
     init(options: Options, perTransferRate: Int64?, jobCount: Int, output: OutputTarget) throws(Failure) {
@@ -52,6 +61,10 @@ struct FeatureOptions: Sendable {
             expectedSHA256 = hex
         }
         resume = options.resume
+        if let text = options.maxFilesize {
+            guard let size = Parse.rate(text) else { throw Failure(.usage, "--max-filesize: not a size: \(text)") }
+            maximumFileSize = size
+        }
         if resume {
             switch output {
             case .file, .remoteName: break

@@ -83,6 +83,11 @@ struct Options: ParsableArguments {
     @Option(name: .customLong("limit-rate-total"), help: "Bytes per second shared by all transfers.")
     var limitRateTotal: String?
 
+    @Option(
+        name: .customLong("max-filesize"),
+        help: "Largest body accepted, in bytes (e.g. 100M); larger fails with exit 11.")
+    var maxFilesize: String?
+
     @Flag(name: .customLong("http1.1"), help: "Prefer HTTP/1.1.")
     var http11 = false
 

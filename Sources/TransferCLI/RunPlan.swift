@@ -229,6 +229,12 @@ struct RunPlan: Sendable {
                 perTransferRate = min(perTransferRate ?? share, share)
             }
         }
+        if let text = options.maxFilesize {
+            // Downloads get it through DownloadOptions (FeatureOptions);
+            // bodies collected in memory through the session.
+            guard let size = Parse.rate(text) else { throw Failure(.usage, "--max-filesize: not a size: \(text)") }
+            configuration.maximumResponseBodySize = size
+        }
         guard !(options.http11 && options.http2) else { throw Failure(.usage, "--http1.1 and --http2 exclude each other") }
         if options.http11 { configuration.httpVersion = .http1_1 }
         if options.http2 { configuration.httpVersion = .http2 }

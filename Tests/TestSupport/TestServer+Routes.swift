@@ -14,7 +14,11 @@ import Foundation
 //   /slow?rate=R&size=N&seed=S    /bytes/N at R bytes per second (default 64 KiB/s, 1 MiB).
 //   /stall?size=N                 head announcing N bytes (default 1024), then nothing.
 //   /stall-headers                reads the request, never answers.
-//   /truncate/N?seed=S            announces N bytes, sends N/2, closes cleanly (FIN).
+//   /truncate/N?seed=S&send=K     announces N bytes, sends K (default N/2), closes cleanly (FIN);
+//                                 ranges=1 adds Accept-Ranges: bytes (and HEAD gets the head).
+//   /gzip-zeros/N?chunked=1       N zero bytes as one hand-built gzip member (~158:1) with
+//                                 Content-Encoding: gzip and the encoded Content-Length, or
+//                                 chunked; a decompression bomb for large N (GzipZeros).
 //   /reset/N?seed=S&after=K       announces N bytes, sends K (default N/2), then RST.
 //   /garbage?kind=status|header   an invalid status line (default), or a valid one followed
 //                                 by a header line with control bytes and no colon.
@@ -93,10 +97,19 @@ extension Connection {
             throw ConnectionEnd.close
         case "truncate":
             guard parts.count == 2, let count = Int(parts[1]), count >= 0 else { return try notFound(head) }
+            // ranges=1: claims Accept-Ranges (HEAD answers the head only), yet
+            // answers every GET with the short 200 (a HEAD that lies).
+            let ranges: [(String, String)] = head.query("ranges") == "1" ? [("Accept-Ranges", "bytes")] : []
             try sendHead(
-                status: 200, headers: [("Content-Type", "application/octet-stream"), ("Content-Length", "\(count)")])
-            try sendStream(seed: seed(head), from: 0, count: count / 2, rate: 0)
+                status: 200,
+                headers: [("Content-Type", "application/octet-stream"), ("Content-Length", "\(count)")] + ranges)
+            if head.method == "HEAD" { return try finish(head) }
+            let send = min(count, Int(head.query("send") ?? "") ?? count / 2)
+            try sendStream(seed: seed(head), from: 0, count: send, rate: 0)
             throw ConnectionEnd.linger
+        case "gzip-zeros":
+            guard parts.count == 2, let count = Int(parts[1]), count >= 0 else { return try notFound(head) }
+            return try serveGzipZeros(head, count: count, chunked: head.query("chunked") == "1")
         case "reset":
             guard parts.count == 2, let count = Int(parts[1]), count >= 0 else { return try notFound(head) }
             let after = min(count, Int(head.query("after") ?? "") ?? count / 2)
@@ -309,6 +322,23 @@ extension Connection {
         if head.method != "HEAD" {
             try sendStream(seed: seed, from: first, count: length, rate: rate)
         }
+        return try finish(head)
+    }
+
+    private func serveGzipZeros(_ head: RequestHead, count: Int, chunked: Bool) throws -> Bool {
+        let body = GzipZeros.member(count: count)
+        var headers: [(String, String)] = [("Content-Type", "application/octet-stream"), ("Content-Encoding", "gzip")]
+        headers.append(chunked ? ("Transfer-Encoding", "chunked") : ("Content-Length", "\(body.count)"))
+        try sendHead(status: 200, headers: headers + connectionHeaders(head))
+        if head.method == "HEAD" { return try finish(head) }
+        var offset = 0
+        while offset < body.count {
+            let n = min(16 * 1024, body.count - offset)
+            let piece = Array(body[offset..<(offset + n)])
+            try sendAll(chunked ? Array(String(n, radix: 16).utf8) + [13, 10] + piece + [13, 10] : piece)
+            offset += n
+        }
+        if chunked { try sendAll("0\r\n\r\n") }
         return try finish(head)
     }
 

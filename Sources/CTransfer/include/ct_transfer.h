@@ -118,9 +118,27 @@ struct ct_transfer_spec {
    * both digests and nothing is placed at sink_path. Whole bodies only:
    * with a segment range it is refused (CT_E_INVALID_ARGUMENT). */
   const uint8_t *_Nullable expected_sha256;
+  /* Limits on what a server can make us spend, for every sink kind.
+   * `max_body_size`: the most body bytes of the final response, counted
+   * decoded (as written to the sink) plus resume_offset; 0: no limit. A
+   * larger Content-Length fails at the head, a body that grows past it
+   * fails in the write callback before the chunk is stored.
+   * `max_decode_ratio`: once more than 1 MiB was decoded, the most decoded
+   * bytes per body byte received (Content-Encoding); 0: no limit. The
+   * default (CT_DEFAULT_DECODE_RATIO, set by ct_transfer_spec_init) is
+   * Apache POI's zip-bomb ratio: above what served text reaches (5-50:1),
+   * below a deflate bomb (fixed Huffman ~158:1, dynamic ~1030:1, stacked
+   * encodings far beyond).
+   * Both fail with CT_E_TOO_LARGE; a file sink then removes its part file
+   * (or keeps it, trimmed to the bytes written, with KEEP_PARTIAL). */
+  int64_t max_body_size;
+  int64_t max_decode_ratio;
 };
 
-/* Fill a spec with defaults (GET, memory sink, 30 s connect timeout). */
+#define CT_DEFAULT_DECODE_RATIO 100
+
+/* Fill a spec with defaults (GET, memory sink, 30 s connect timeout,
+ * decode ratio CT_DEFAULT_DECODE_RATIO, no body size limit). */
 void ct_transfer_spec_init(struct ct_transfer_spec *_Nonnull spec);
 
 #ifdef __cplusplus

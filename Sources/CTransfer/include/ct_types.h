@@ -45,7 +45,8 @@ typedef enum ct_code {
   CT_E_SYSTEM = 18,           /* epoll, eventfd, thread creation: errno */
   CT_E_UNSUPPORTED = 19,      /* libcurl lacks a feature we need */
   CT_E_NOT_FOUND = 20,        /* no transfer with that id */
-  CT_E_HTTP_STATUS = 21       /* used by higher layers only */
+  CT_E_HTTP_STATUS = 21,      /* used by higher layers only */
+  CT_E_TOO_LARGE = 22         /* body over max_body_size / decode ratio */
 } ct_code;
 
 /* Why the trust evaluation refused a chain (ct_result.tls_reason). */

@@ -151,6 +151,7 @@ final class Engine: Sendable {
         case CT_E_SHUTDOWN: return .sessionInvalidated
         case CT_E_HTTP_STATUS: return .unacceptableStatusCode
         case CT_E_TRANSPORT: return .transport
+        case CT_E_TOO_LARGE: return .responseTooLarge
         default: return .internalError
         }
     }

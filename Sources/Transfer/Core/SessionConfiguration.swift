@@ -36,6 +36,19 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var clientKeyPath: String?
     /// Ask for gzip/deflate/br bodies and decode them transparently.
     public var acceptsCompressedResponses = true
+    /// The most bytes a body received in memory (data tasks without a
+    /// data-chunk hook) may have, counted after decoding; a larger
+    /// `Content-Length` or body fails with ``TransferError/Code/responseTooLarge``
+    /// before the excess is stored. 0: no limit. Downloads to files use
+    /// ``DownloadOptions/maximumFileSize``.
+    public var maximumResponseBodySize: Int64 = 64 * 1024 * 1024
+    /// With compressed responses, the most decoded bytes per byte received
+    /// once the body passed 1 MiB; more fails with
+    /// ``TransferError/Code/responseTooLarge``. It applies to every task,
+    /// files included (a bomb fills a disk as well as memory). Served text
+    /// reaches 5-50:1, a deflate bomb 158:1 to 1030:1 (Apache POI refuses
+    /// zip entries past 100:1 too). 0: no limit.
+    public var maximumDecompressionRatio: Int64 = 100
 
     public init() {}
 

@@ -483,6 +483,7 @@ public final class SessionManager: Sendable {
         if !configuration.acceptsCompressedResponses { flags |= UInt32(CT_FLAG_NO_DECOMPRESS) }
         spec.flags = flags
         spec.max_redirects = Int64(configuration.maxRedirects)
+        spec.max_decode_ratio = max(0, configuration.maximumDecompressionRatio)
         spec.connect_timeout_ms = Int64(configuration.connectTimeout * 1000)
         spec.timeout_ms = Int64(configuration.timeoutIntervalForResource * 1000)
         let idle = request.timeoutInterval > 0 ? request.timeoutInterval : configuration.timeoutIntervalForRequest

@@ -37,6 +37,11 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let sessionInvalidated = Code("sessionInvalidated")
         /// Any other transport failure (``curlCode`` says which).
         public static let transport = Code("transport")
+        /// The response body is larger than the limit (``SessionConfiguration/maximumResponseBodySize``,
+        /// ``DownloadOptions/maximumFileSize``), or it decodes to more than
+        /// ``SessionConfiguration/maximumDecompressionRatio`` bytes per byte received (a
+        /// decompression bomb). The transfer was cut before the excess was stored.
+        public static let responseTooLarge = Code("responseTooLarge")
         /// A bug in Transfer: please report it.
         public static let internalError = Code("internalError")
     }

@@ -27,6 +27,9 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
         spec.sink_kind = discardsBody ? CT_SINK_DISCARD : streaming ? CT_SINK_STREAM : CT_SINK_MEMORY
+        if spec.sink_kind == CT_SINK_MEMORY {
+            spec.max_body_size = max(0, session.configuration.maximumResponseBodySize)
+        }
     }
 
     override func wantsDisposition() -> Bool {

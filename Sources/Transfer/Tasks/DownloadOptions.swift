@@ -29,6 +29,11 @@ public struct DownloadOptions: Sendable, Hashable {
     /// and in milliseconds (0: 1000), whichever comes first.
     public var journalIntervalBytes: Int64
     public var journalIntervalMilliseconds: Int64
+    /// The largest file accepted, in bytes (curl's `--max-filesize`); 0: no
+    /// limit. A larger announced length fails at once, a body that grows
+    /// past it fails as it does, both with ``TransferError/Code/responseTooLarge``
+    /// and nothing at the destination.
+    public var maximumFileSize: Int64 = 0
 
     public init(resumable: Bool = false, expectedSHA256: String? = nil, speedLimit: Int64 = 0,
                 journalIntervalBytes: Int64 = 0, journalIntervalMilliseconds: Int64 = 0)

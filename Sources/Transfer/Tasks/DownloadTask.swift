@@ -66,6 +66,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         spec.sink_kind = CT_SINK_FILE
         if let expectedDigest { spec.expected_sha256 = UnsafePointer(expectedDigest) }
         if options.speedLimit > 0 { spec.max_recv_speed = options.speedLimit }
+        spec.max_body_size = max(0, options.maximumFileSize)
         if let fixedDestination, resume == nil {
             let directory = fixedDestination.deletingLastPathComponent()
             try FileMover.ensureDirectory(directory)

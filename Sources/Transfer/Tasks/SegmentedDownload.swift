@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 /// One file downloaded over several connections with `Range` requests,
-/// written with positional writes into one preallocated part file, and
+/// written with positional writes into one part file sized (sparse) to the length, and
 /// observed as one transfer.
 ///
 /// It asks with `HEAD` for the length, `Accept-Ranges` and a validator;
@@ -260,6 +260,11 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
             startSingle()
             return
         }
+        if options.maximumFileSize > 0 && length > options.maximumFileSize {
+            fail(TransferError(.responseTooLarge, "the announced file (\(length) bytes) is larger than the limit of "
+                + "\(options.maximumFileSize) bytes", url: request.url))
+            return
+        }
         do throws(TransferError) {
             try startSegments(length: length, validator: validator)
         } catch {
@@ -437,17 +442,12 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         let fd = open(partPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw DurableFile.error("cannot create \(partPath)") }
         defer { close(fd) }
-        // The real size at once, so every range can write at its offset;
-        // posix_fallocate also reserves the blocks (disk full shows now).
-        let rc = posix_fallocate(fd, 0, off_t(length))
-        if rc != 0 && rc != EOPNOTSUPP && rc != EINVAL {
-            unlink(partPath)
-            var e = TransferError(.fileError, "cannot allocate \(length) bytes for \(partPath): "
-                + String(cString: strerror(rc)))
-            e.systemErrno = rc
-            throw e
-        }
-        if rc != 0 && ftruncate(fd, off_t(length)) != 0 {
+        // The real size at once, so every range can write at its offset, but
+        // sparse: the length is the server's word (a HEAD claiming 10 GiB costs
+        // no block), and each range's bytes take disk only as they arrive.
+        // posix_fallocate here once left the whole claim allocated after a
+        // failure; a disk that is really full shows at the first write.
+        if ftruncate(fd, off_t(length)) != 0 {
             unlink(partPath)
             throw DurableFile.error("cannot size \(partPath)")
         }
