@@ -352,6 +352,8 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
      * its head afresh. */
     const char *sp = memchr(data, ' ', len);
     t->hdr_len = 0;
+    if(t->hdr)
+      t->hdr[0] = 0;       /* no stale line of the previous head */
     t->status = sp ? strtol(sp + 1, NULL, 10) : 0;
     t->content_length = -1;
     t->content_range_start = -1;
