@@ -402,12 +402,14 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
       t->content_range_start = strtoll(value + 6, NULL, 10);
   }
   else if(header_value(data, len, "ETag", value, sizeof(value))) {
+    /* A validator goes back in If-Range and the journal: one with a CR
+     * or LF (a bare CR survives curl's line split) is no validator. */
     free(t->etag);
-    t->etag = strdup(value);
+    t->etag = strpbrk(value, "\r\n") ? NULL : strdup(value);
   }
   else if(header_value(data, len, "Last-Modified", value, sizeof(value))) {
     free(t->last_modified);
-    t->last_modified = strdup(value);
+    t->last_modified = strpbrk(value, "\r\n") ? NULL : strdup(value);
   }
   return len;
 }
