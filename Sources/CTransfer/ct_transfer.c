@@ -353,6 +353,19 @@ static void deliver_head(struct cti_transfer *t)
   cb->on_response(t->ctx, &head);
 }
 
+/* The three-digit status after "HTTP/x " in `p` (n bytes, not
+ * NUL-terminated: curl's header lines are not), else 0. */
+static long status_code(const char *p, size_t n)
+{
+  long v = 0;
+  size_t i;
+  for(i = 0; i < n && i < 3 && p[i] >= '0' && p[i] <= '9'; i++)
+    v = v * 10 + (p[i] - '0');
+  if(i != 3 || (n > 3 && p[3] >= '0' && p[3] <= '9'))
+    return 0;
+  return v;
+}
+
 static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
 {
   struct cti_transfer *t = userp;
@@ -364,7 +377,9 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
      * its head afresh. */
     const char *sp = memchr(data, ' ', len);
     t->hdr_len = 0;
-    t->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+    if(t->hdr)
+      t->hdr[0] = 0;       /* no stale line of the previous head */
+    t->status = sp ? status_code(sp + 1, len - (size_t)(sp + 1 - data)) : 0;
     t->content_length = -1;
     t->content_range_start = -1;
     t->body_decoded = 0;
@@ -406,12 +421,14 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
       t->chunked = 1;
   }
   else if(header_value(data, len, "ETag", value, sizeof(value))) {
+    /* A validator goes back in If-Range and the journal: one with a CR
+     * or LF (a bare CR survives curl's line split) is no validator. */
     free(t->etag);
-    t->etag = strdup(value);
+    t->etag = strpbrk(value, "\r\n") ? NULL : strdup(value);
   }
   else if(header_value(data, len, "Last-Modified", value, sizeof(value))) {
     free(t->last_modified);
-    t->last_modified = strdup(value);
+    t->last_modified = strpbrk(value, "\r\n") ? NULL : strdup(value);
   }
   return len;
 }

@@ -27,7 +27,14 @@ struct ResumeJournal: Sendable, Hashable {
     /// The journal at `path`, or nil when it is missing, torn (no `end`
     /// line), of another version or inconsistent.
     static func read(at path: String) -> ResumeJournal? {
-        guard let data = FileManager.default.contents(atPath: path), data.count < 64 * 1024 else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return parse(data)
+    }
+
+    /// The journal in `data` (the bytes of a journal file), or nil as
+    /// ``read(at:)`` says. Pure: touches no file (fuzzed by Tests/Fuzz).
+    static func parse(_ data: Data) -> ResumeJournal? {
+        guard data.count < 64 * 1024 else { return nil }
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.first == "transfer-journal 1", lines.contains("end") else { return nil }
         var fields: [String: String] = [:]
