@@ -33,7 +33,8 @@ import Foundation
 //   /delay?ms=N                   waits N ms (default 1000) before the head.
 //   /hold/N?gate=G&after=K&seed=S announces N bytes, sends the first K (default N/2), then
 //                                 waits until the test calls `openGate(G)` (gate required),
-//                                 the client hangs up or the server stops; then the rest.
+//                                 the client hangs up or the server stops; then the rest
+//                                 (`sentPastGate(G)` counts those past the first 64 KiB of it).
 //   /basic-auth/USER/PASS         200 with the right Basic credentials, else 401 with
 //                                 WWW-Authenticate: Basic realm="TestServer".
 //   anything else                 404.
@@ -189,7 +190,10 @@ extension Connection {
                     + connectionHeaders(head))
             try sendStream(seed: seed(head), from: 0, count: after, rate: 0)
             if !waitForGate(gate) { throw ConnectionEnd.close }
-            try sendStream(seed: seed(head), from: after, count: count - after, rate: 0)
+            let first = min(64 * 1024, count - after)
+            try sendStream(seed: seed(head), from: after, count: first, rate: 0)
+            core.state.withLock { $0.passed[gate, default: 0] += 1 }
+            try sendStream(seed: seed(head), from: after + first, count: count - after - first, rate: 0)
             return try finish(head)
         case "basic-auth":
             guard parts.count == 3 else { return try notFound(head) }

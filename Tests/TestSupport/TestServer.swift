@@ -86,6 +86,12 @@ public final class TestServer: Sendable {
         core.state.withLock { $0.held[name] ?? 0 }
     }
 
+    /// `/hold` responses that passed gate `name` and have sent the first bytes after it
+    /// (up to 64 KiB): from then on the client has data to read.
+    public func sentPastGate(_ name: String) -> Int {
+        core.state.withLock { $0.passed[name] ?? 0 }
+    }
+
     /// Requests whose head was received, on all connections, since the start.
     public var requestCount: Int { core.state.withLock { $0.requestCount } }
 
@@ -148,6 +154,9 @@ final class ServerCore: Sendable {
         var openGates: Set<String> = []
         /// `/hold` responses waiting at each gate right now.
         var held: [String: Int] = [:]
+        /// `/hold` responses that passed each gate and handed the first bytes after it to the
+        /// kernel.
+        var passed: [String: Int] = [:]
     }
 
     static let maxRecords = 10_000
