@@ -322,6 +322,22 @@ final class Connection {
         }
     }
 
+    /// Blocks until the test opens gate `name`, counted in `held` while waiting.
+    ///
+    /// - Returns: true when the gate opened; false when the peer hung up or the server stops.
+    func waitForGate(_ name: String) -> Bool {
+        core.state.withLock { $0.held[name, default: 0] += 1 }
+        defer { core.state.withLock { $0.held[name, default: 1] -= 1 } }
+        while true {
+            let (open, stopping) = core.state.withLock { ($0.openGates.contains(name), $0.stopping) }
+            if open { return true }
+            if stopping { return false }
+            // The poll timeout only bounds how late the gate is noticed; the peer hanging up
+            // wakes it at once.
+            if waitForHangup(milliseconds: 5) { return false }
+        }
+    }
+
     /// Blocks until the peer closes or the server stops, discarding whatever arrives.
     func waitForHangup() {
         while true {

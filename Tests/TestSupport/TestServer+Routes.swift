@@ -35,6 +35,10 @@ import Foundation
 //   /json                         a fixed JSON object (see `jsonBody`).
 //   /response-headers?N=V&...     200, each query pair sent as a response header N: V.
 //   /delay?ms=N                   waits N ms (default 1000) before the head.
+//   /hold/N?gate=G&after=K&seed=S announces N bytes, sends the first K (default N/2), then
+//                                 waits until the test calls `openGate(G)` (gate required),
+//                                 the client hangs up or the server stops; then the rest
+//                                 (`sentPastGate(G)` counts those past the first 64 KiB of it).
 //   /basic-auth/USER/PASS?then=U  200 with the right Basic credentials, else 401 with
 //                                 WWW-Authenticate: Basic realm="TestServer"; with `then`,
 //                                 the right credentials get a 302 to U instead of the 200.
@@ -189,6 +193,22 @@ extension Connection {
             let ms = max(0, min(600_000, Int(head.query("ms") ?? "") ?? 1000))
             if waitForHangup(milliseconds: Int32(ms)) { throw ConnectionEnd.close }
             return try respond(head, status: 200, body: "delayed \(ms) ms\n")
+        case "hold":
+            guard parts.count == 2, let count = Int(parts[1]), count >= 0, let gate = head.query("gate") else {
+                return try notFound(head)
+            }
+            let after = max(0, min(count, Int(head.query("after") ?? "") ?? count / 2))
+            try sendHead(
+                status: 200,
+                headers: [("Content-Type", "application/octet-stream"), ("Content-Length", "\(count)")]
+                    + connectionHeaders(head))
+            try sendStream(seed: seed(head), from: 0, count: after, rate: 0)
+            if !waitForGate(gate) { throw ConnectionEnd.close }
+            let first = min(64 * 1024, count - after)
+            try sendStream(seed: seed(head), from: after, count: first, rate: 0)
+            core.state.withLock { $0.passed[gate, default: 0] += 1 }
+            try sendStream(seed: seed(head), from: after + first, count: count - after - first, rate: 0)
+            return try finish(head)
         case "basic-auth":
             guard parts.count == 3 else { return try notFound(head) }
             let expected = Data("\(parts[1]):\(parts[2])".utf8).base64EncodedString()

@@ -68,8 +68,28 @@ public final class TestServer: Sendable {
 
     /// Stops accepting, shuts every open connection down and waits (at most 5 s) for the
     /// connection threads to finish. Safe to call more than once and from any thread.
-    public func stop() {
+    ///
+    /// - Returns: Whether every connection thread had finished before that bound.
+    @discardableResult
+    public func stop() -> Bool {
         core.stop()
+    }
+
+    /// Opens gate `name`: every `/hold` response waiting at it (now or later) sends the rest
+    /// of its body. Gates are never closed again.
+    public func openGate(_ name: String) {
+        core.state.withLock { _ = $0.openGates.insert(name) }
+    }
+
+    /// `/hold` responses that have sent their first part and are waiting at gate `name`.
+    public func heldAtGate(_ name: String) -> Int {
+        core.state.withLock { $0.held[name] ?? 0 }
+    }
+
+    /// `/hold` responses that passed gate `name` and have sent the first bytes after it
+    /// (up to 64 KiB): from then on the client has data to read.
+    public func sentPastGate(_ name: String) -> Int {
+        core.state.withLock { $0.passed[name] ?? 0 }
     }
 
     /// Requests whose head was received, on all connections, since the start.
@@ -130,6 +150,13 @@ final class ServerCore: Sendable {
         var refused = 0
         var requestCount = 0
         var records: [RecordedRequest] = []
+        /// Gates opened by the test (`openGate`); `/hold` responses wait on them.
+        var openGates: Set<String> = []
+        /// `/hold` responses waiting at each gate right now.
+        var held: [String: Int] = [:]
+        /// `/hold` responses that passed each gate and handed the first bytes after it to the
+        /// kernel.
+        var passed: [String: Int] = [:]
     }
 
     static let maxRecords = 10_000
@@ -263,7 +290,8 @@ final class ServerCore: Sendable {
 
     var isStopping: Bool { state.withLock { $0.stopping } }
 
-    func stop() {
+    @discardableResult
+    func stop() -> Bool {
         let first = state.withLock { state -> Bool in
             if state.stopping { return false }
             state.stopping = true
@@ -277,6 +305,6 @@ final class ServerCore: Sendable {
             // Linux wakes a thread blocked in accept() when the listener is shut down.
             shutdown(listenFD, Int32(SHUT_RDWR))
         }
-        _ = running.wait(timeout: .now() + 5)
+        return running.wait(timeout: .now() + 5) == .success
     }
 }

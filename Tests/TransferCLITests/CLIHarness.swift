@@ -63,3 +63,60 @@ enum CLI {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
     }
 }
+
+/// A `transfer` process whose standard output is collected while it runs, so that a test
+/// can wait for a line (an event) before it lets the server go on.
+final class RunningCLI {
+    private let process = Process()
+    private let stdoutPipe = Pipe()
+    private let collected = Locked(Data())
+    private let exited = DispatchSemaphore(value: 0)
+    private let drained = DispatchSemaphore(value: 0)
+
+    /// Starts `transfer arguments...`, stdin from /dev/null, stderr discarded.
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: try CLI.binary())
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdoutPipe
+        process.standardError = FileHandle.nullDevice
+        let exited = exited
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+        let fd = stdoutPipe.fileHandleForReading.fileDescriptor
+        let collected = collected
+        let drained = drained
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                collected.withLock { $0.append(contentsOf: buffer[0..<n]) }
+            }
+            drained.signal()
+        }
+    }
+
+    /// The complete lines written to stdout so far.
+    var stdoutLines: [String] {
+        let text = String(decoding: collected.withLock { $0 }, as: UTF8.self)
+        guard let end = text.lastIndex(of: "\n") else { return [] }
+        return text[..<end].split(separator: "\n").map(String.init)
+    }
+
+    /// Waits for the process to exit and its stdout to reach end of file; kills it when
+    /// `timeout` passes first.
+    ///
+    /// - Returns: The exit status, or nil when the process had to be killed.
+    func wait(timeout: Duration = .seconds(60)) -> Int32? {
+        let seconds = Double(timeout.components.seconds)
+        guard exited.wait(timeout: .now() + seconds) == .success else {
+            process.terminate()
+            _ = exited.wait(timeout: .now() + 10)
+            return nil
+        }
+        guard drained.wait(timeout: .now() + 10) == .success else { return nil }
+        return process.terminationStatus
+    }
+}

@@ -215,28 +215,41 @@ struct CLIExitCodeTests {
     func parallelDoesNotSerialise() throws {
         let server = try TestServer.start()
         defer { server.stop() }
-        let slow = server.url("/bytes/786432?seed=1&rate=524288").absoluteString
-        let slow2 = server.url("/bytes/786432?seed=2&rate=524288").absoluteString
+        // The two large bodies stop halfway at a gate that the test opens only once the small
+        // body's metrics line is out: if the small one queued behind them, it never would be.
+        let slow = server.url("/hold/786432?seed=1&gate=slow").absoluteString
+        let slow2 = server.url("/hold/786432?seed=2&gate=slow").absoluteString
         let fast = server.url("/bytes/100?seed=3").absoluteString
-
-        let output = try CLI.run(["get", "--parallel", "3", "--discard", "--metrics", "-", slow, slow2, fast])
-
-        #expect(output.status == 0, "\(output.stderrText)")
-        var totals: [String: Double] = [:]
-        var reused: [String: Bool] = [:]
-        for line in output.stdoutText.split(separator: "\n") {
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            let url = try #require(object["url"] as? String)
-            totals[url] = object["total"] as? Double
-            reused[url] = object["reused_connection"] as? Bool
+        func records(_ lines: [String]) -> [[String: Any]] {
+            lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         }
-        let slowTotal = try #require(totals[slow])
-        let slow2Total = try #require(totals[slow2])
-        let fastTotal = try #require(totals[fast])
-        #expect(slowTotal > 1.0 && slow2Total > 1.0)
+
+        let run = try RunningCLI(["get", "--parallel", "3", "--discard", "--metrics", "-", slow, slow2, fast])
+        let fastDone = Wait.poll(timeout: .seconds(30)) {
+            records(run.stdoutLines).contains { $0["url"] as? String == fast }
+        }
+        // Both slow responses reached the gate: they were in flight, half sent, all along.
+        let slowHeld = Wait.poll(timeout: .seconds(30)) { server.heldAtGate("slow") == 2 }
+        let linesBeforeRelease = run.stdoutLines
+        server.openGate("slow")
+        let status = run.wait()
+
+        #expect(fastDone, "the small body did not complete while the slow ones were held: \(linesBeforeRelease)")
+        #expect(slowHeld, "the slow responses did not both reach the gate")
+        #expect(records(linesBeforeRelease).map { $0["url"] as? String } == [fast], "\(linesBeforeRelease)")
+        #expect(status == 0)
+        var byURL: [String: [String: Any]] = [:]
+        for object in records(run.stdoutLines) {
+            if let url = object["url"] as? String { byURL[url] = object }
+        }
+        #expect(byURL.count == 3, "\(run.stdoutLines)")
+        #expect(byURL[slow]?["bytes_received"] as? Int == 786_432)
+        #expect(byURL[slow2]?["bytes_received"] as? Int == 786_432)
+        #expect(byURL[fast]?["bytes_received"] as? Int == 100)
         // Started together on their own connections, not one after the other.
-        #expect(reused[slow2] == false && reused[fast] == false)
-        #expect(fastTotal < slowTotal / 2, "fast \(fastTotal) s, slow \(slowTotal) s")
+        #expect(byURL[slow2]?["reused_connection"] as? Bool == false)
+        #expect(byURL[fast]?["reused_connection"] as? Bool == false)
+        #expect(server.acceptedConnections == 3)
     }
 
     @Test("SIGINT cancels: exit 14 and nothing partial at the output path")

@@ -3,8 +3,10 @@ import Testing
 import TestSupport
 import Transfer
 
-/// Opt-in measurements (TRANSFER_BENCH=1) against the nginx fixture; they print numbers and
-/// assert the targets. Off by default: they take a minute and want a quiet machine.
+/// Opt-in measurements (TRANSFER_BENCH=1) against the nginx fixture. Off by default: they
+/// take a minute and want a quiet machine. They print the speeds and assert only what does
+/// not depend on the machine (files intact, segments used, memory): the speed targets are
+/// read off the printed numbers by the benchmark run, never asserted.
 @Suite("Download benchmarks", .serialized, .enabled(if: ProcessInfo.processInfo.environment["TRANSFER_BENCH"] == "1"))
 struct DownloadBenchmarkTests {
     func download(_ session: SessionManager, _ url: URL, to destination: URL, options: DownloadOptions) async throws
@@ -22,7 +24,7 @@ struct DownloadBenchmarkTests {
 
     static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
-    @Test("the resume journal costs under 2 % of throughput on a 1 GiB download")
+    @Test("a journaled 1 GiB download is intact (prints its overhead against a plain one)")
     func journalOverhead() async throws {
         let nginx = try NginxFixture.shared()
         let count = 1 << 30
@@ -78,7 +80,7 @@ struct DownloadBenchmarkTests {
         #expect(growth < 48 << 20)
     }
 
-    @Test("4 segments reach at least 3.5x one rate-limited connection")
+    @Test("a segmented download of a rate-limited file uses 4 segments and is intact (prints the speedup)")
     func segmentedSpeedup() async throws {
         let nginx = try NginxFixture.shared()
         let count = 32 << 20

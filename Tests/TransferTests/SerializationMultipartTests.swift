@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import Transfer
 
@@ -299,24 +300,44 @@ struct SerializationMultipartTests {
 
     @Test("a throttled stream returns at most one packet per read and waits between packets")
     func throttle() throws {
+        /// Reads `form` to the end in 1000-byte reads; returns the size of each read.
+        @Sendable func readAll(_ form: MultipartFormData) -> [Int] {
+            let stream = form.makeStream()
+            stream.open()
+            defer { stream.close() }
+            var buffer = [UInt8](repeating: 0, count: 1000)
+            var sizes: [Int] = []
+            while true {
+                let count = buffer.withUnsafeMutableBufferPointer { stream.read($0.baseAddress!, maxLength: 1000) }
+                if count <= 0 { return sizes }
+                sizes.append(count)
+            }
+        }
         var form = MultipartFormData(boundary: "B")
         form.append(formData: Data(count: 100), name: "f")
-        form.throttleBandwidth(packetSize: 40, delay: 0.02)
-        let stream = form.makeStream()
-        stream.open()
-        var buffer = [UInt8](repeating: 0, count: 1000)
-        var sizes: [Int] = []
-        let start = ContinuousClock.now
-
-        while true {
-            let count = buffer.withUnsafeMutableBufferPointer { stream.read($0.baseAddress!, maxLength: 1000) }
-            if count <= 0 { break }
-            sizes.append(count)
+        form.throttleBandwidth(packetSize: 40, delay: 0.2)
+        // The reference: 1 MiB without a throttle, read at the same time on another thread.
+        var reference = MultipartFormData(boundary: "B")
+        reference.append(formData: Data(count: 1 << 20), name: "f")
+        let finished = Locked<[String]>([])
+        let sizes = Locked<[Int]>([])
+        let group = DispatchGroup()
+        for (name, body) in [("throttled", form), ("reference", reference)] {
+            group.enter()
+            DispatchQueue.global().async {
+                let read = readAll(body)
+                if name == "throttled" { sizes.withLock { $0 = read } }
+                finished.withLock { $0.append(name) }
+                group.leave()
+            }
         }
 
-        #expect(sizes.allSatisfy { $0 <= 40 })
-        #expect(Int64(sizes.reduce(0, +)) == form.contentLength)
-        #expect(ContinuousClock.now - start >= .milliseconds(20 * sizes.count))
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        let packets = sizes.withLock { $0 }
+        #expect(packets.allSatisfy { $0 <= 40 })
+        #expect(Int64(packets.reduce(0, +)) == form.contentLength)
+        // Its few packets, 0.2 s apart, come in after 10 000 times as many bytes unthrottled.
+        #expect(finished.withLock { $0 } == ["reference", "throttled"])
     }
 
     @Test("the body can be written to a file for an upload from file, and the request loses its stream")
