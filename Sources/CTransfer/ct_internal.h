@@ -283,6 +283,7 @@ struct ct_loop {
   struct cti_tracked_socket *sockets;  /* ct_tls_sockets.c */
   size_t socket_count;
   size_t socket_cap;
+  size_t stale_sockets;          /* old-generation sockets still in use */
   CURL *easy_pool[CTI_EASY_POOL];  /* reset handles kept for reuse */
   int easy_pool_count;
 
@@ -323,10 +324,14 @@ int cti_tls_close_socket(void *clientp, curl_socket_t fd);
  * (CURL_POLL_REMOVE, polled 0): remember who uses it. */
 void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
                            CURL *easy, int polled);
-/* After a policy change: shut down connections opened under an older
+/* After a policy change, and after each retired transfer while some remain
+ * (loop->stale_sockets): shut down connections opened under an older
  * trust generation that no live transfer opened or uses (idle in curl's
  * pool); curl then finds them dead and closes them. Loop thread. */
 void cti_tls_close_stale_sockets(struct ct_loop *loop);
+
+/* The live transfer with `id`, or NULL. Loop thread. */
+struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id);
 
 /* --- ct_error.c -------------------------------------------------------- */
 

@@ -89,6 +89,11 @@ static struct cti_transfer *table_find(struct ct_loop *loop, uint64_t id)
   return t;
 }
 
+struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id)
+{
+  return table_find(loop, id);
+}
+
 /* --- finishing ------------------------------------------------------- */
 
 /* Easy handles are reused: curl_easy_reset keeps a handle's buffers,
@@ -124,6 +129,10 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t)
   table_remove(loop, t);
   __atomic_sub_fetch(&loop->active, 1, __ATOMIC_RELAXED);
   cti_transfer_free(t);
+  /* Connections of an older trust policy that were busy when it changed
+   * are closed once they fall idle. */
+  if(loop->stale_sockets)
+    cti_tls_close_stale_sockets(loop);
 }
 
 static void drain_done(struct ct_loop *loop)

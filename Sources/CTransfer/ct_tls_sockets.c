@@ -92,30 +92,30 @@ void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
 /* 1 when transfer `id` is still running (paused counts as running). */
 static int is_live(struct ct_loop *loop, uint64_t id)
 {
-  struct cti_transfer *t;
+  struct cti_transfer *t = id ? cti_loop_find(loop, id) : NULL;
 
-  if(!id)
-    return 0;
-  for(t = loop->all; t; t = t->next)
-    if(t->id == id)
-      return !t->finished;
-  return 0;
+  return t && !t->finished;
 }
 
 void cti_tls_close_stale_sockets(struct ct_loop *loop)
 {
   size_t i;
+  size_t busy = 0;
 
   for(i = 0; i < loop->socket_count; i++) {
     struct cti_tracked_socket *s = &loop->sockets[i];
+    if(s->shut || s->generation >= loop->trust_generation)
+      continue;
     /* In use: curl polls it for a transfer, or a live transfer opened it
      * or was the last one polled on it (a paused one is not polled). */
-    if(s->shut || s->generation >= loop->trust_generation || s->polled ||
-       is_live(loop, s->opener) || is_live(loop, s->user))
+    if(s->polled || is_live(loop, s->opener) || is_live(loop, s->user)) {
+      busy++;
       continue;
+    }
     /* Not close(): curl still owns the descriptor and closes it through
      * cti_tls_close_socket when it finds the connection dead. */
     shutdown(s->fd, SHUT_RDWR);
     s->shut = 1;
   }
+  loop->stale_sockets = busy;
 }

@@ -98,4 +98,29 @@ struct SecurityPolicyChangeTests {
         // shuts the idle socket down under curl, which then finds the connection dead).
         #expect(await Wait.poll(timeout: .seconds(10)) { closed(server.output) }, "\(server.output)")
     }
+
+    @Test("a connection busy when the policy changes is closed once its transfer ends")
+    func busyConnectionClosedWhenIdle() async throws {
+        let pki = try CertificateFactory.shared()
+        let server = try OpenSSLServer(certificateFile: try pki.serverChainFile(for: pki.leaf),
+                                       keyFile: pki.leaf.keyFile, mode: "")
+        defer { server.stop() }
+        let plain = try await TestServer.start()
+        defer { plain.stop() }
+        let session = try makeSession { $0.caFile = pki.root.certificateFile.path }
+        defer { session.invalidateAndCancel() }
+
+        async let first = session.data(for: Request(url: URL(string: server.url() + "busy")!))
+        #expect(await waitForOutput(server, "GET /busy"), "\(server.output)")
+        try session.setSecurityPolicy(rejectingPolicy())
+        try await barrier(session, plain)
+        #expect(!closed(server.output), "\(server.output)")  // in use: left alone
+
+        server.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        let (body, response) = try await first
+        #expect(response.statusCode == 200)
+        #expect(body == Data("ok".utf8))
+
+        #expect(await Wait.poll(timeout: .seconds(10)) { closed(server.output) }, "\(server.output)")
+    }
 }
