@@ -280,8 +280,7 @@ struct ct_loop {
   size_t bucket_count;
   int64_t transfer_count;
   uint64_t trust_generation;     /* bumped by each policy change */
-  struct cti_tracked_socket *sockets;  /* ct_tls_sockets.c */
-  size_t socket_count;
+  struct cti_tracked_socket *sockets;  /* ct_tls_sockets.c, by fd */
   size_t socket_cap;
   size_t stale_sockets;          /* old-generation sockets still in use */
   CURL *easy_pool[CTI_EASY_POOL];  /* reset handles kept for reuse */
@@ -306,7 +305,7 @@ struct ct_loop {
 /* A socket curl opened through us: under which trust generation, by which
  * transfer, and which transfer curl last polled it for. */
 struct cti_tracked_socket {
-  curl_socket_t fd;
+  int open;                      /* the entry for this descriptor is used */
   uint64_t generation;
   uint64_t opener;               /* transfer id */
   uint64_t user;                 /* transfer id, 0: none yet */

@@ -16,18 +16,18 @@
 #include "ct_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The table is indexed by descriptor (descriptors are small and dense),
+ * so the socket callback finds an entry without a search. */
 static struct cti_tracked_socket *find(struct ct_loop *loop,
                                        curl_socket_t fd)
 {
-  size_t i;
-
-  for(i = 0; i < loop->socket_count; i++)
-    if(loop->sockets[i].fd == fd)
-      return &loop->sockets[i];
-  return NULL;
+  if(fd < 0 || (size_t)fd >= loop->socket_cap || !loop->sockets[fd].open)
+    return NULL;
+  return &loop->sockets[fd];
 }
 
 curl_socket_t cti_tls_open_socket(void *clientp, curlsocktype purpose,
@@ -42,9 +42,11 @@ curl_socket_t cti_tls_open_socket(void *clientp, curlsocktype purpose,
   fd = socket(address->family, address->socktype, address->protocol);
   if(fd == CURL_SOCKET_BAD)
     return fd;
-  if(loop->socket_count == loop->socket_cap) {
-    size_t cap = loop->socket_cap ? loop->socket_cap * 2 : 16;
+  if((size_t)fd >= loop->socket_cap) {
+    size_t cap = loop->socket_cap ? loop->socket_cap : 64;
     struct cti_tracked_socket *grown;
+    while(cap <= (size_t)fd)
+      cap *= 2;
     grown = realloc(loop->sockets, cap * sizeof(*grown));
     if(!grown) {
       /* Untracked, it could outlive a policy change idle in the pool:
@@ -52,16 +54,16 @@ curl_socket_t cti_tls_open_socket(void *clientp, curlsocktype purpose,
       close(fd);
       return CURL_SOCKET_BAD;
     }
+    memset(grown + loop->socket_cap, 0,
+           (cap - loop->socket_cap) * sizeof(*grown));
     loop->sockets = grown;
     loop->socket_cap = cap;
   }
-  slot = &loop->sockets[loop->socket_count++];
-  slot->fd = fd;
+  slot = &loop->sockets[fd];
+  memset(slot, 0, sizeof(*slot));
+  slot->open = 1;
   slot->generation = t->trust_generation;
   slot->opener = t->id;
-  slot->user = 0;
-  slot->polled = 0;
-  slot->shut = 0;
   return fd;
 }
 
@@ -70,11 +72,10 @@ int cti_tls_close_socket(void *clientp, curl_socket_t fd)
   struct ct_loop *loop = clientp;
   struct cti_tracked_socket *slot = find(loop, fd);
 
-  if(slot)                             /* swap with the last entry */
-    *slot = loop->sockets[--loop->socket_count];
+  if(slot)
+    slot->open = 0;
   return close(fd);
 }
-
 void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
                            CURL *easy, int polled)
 {
@@ -102,9 +103,9 @@ void cti_tls_close_stale_sockets(struct ct_loop *loop)
   size_t i;
   size_t busy = 0;
 
-  for(i = 0; i < loop->socket_count; i++) {
+  for(i = 0; i < loop->socket_cap; i++) {
     struct cti_tracked_socket *s = &loop->sockets[i];
-    if(s->shut || s->generation >= loop->trust_generation)
+    if(!s->open || s->shut || s->generation >= loop->trust_generation)
       continue;
     /* In use: curl polls it for a transfer, or a live transfer opened it
      * or was the last one polled on it (a paused one is not polled). */
@@ -114,7 +115,7 @@ void cti_tls_close_stale_sockets(struct ct_loop *loop)
     }
     /* Not close(): curl still owns the descriptor and closes it through
      * cti_tls_close_socket when it finds the connection dead. */
-    shutdown(s->fd, SHUT_RDWR);
+    shutdown((int)i, SHUT_RDWR);
     s->shut = 1;
   }
   loop->stale_sockets = busy;

@@ -123,4 +123,74 @@ struct SecurityPolicyChangeTests {
 
         #expect(await Wait.poll(timeout: .seconds(10)) { closed(server.output) }, "\(server.output)")
     }
+
+    /// Connections waiting in the accept backlog of the loopback listener on `port` (the listening
+    /// socket's rx_queue in /proc/net/tcp), or -1 when it cannot be read.
+    private func pendingConnections(onPort port: Int) -> Int {
+        let fd = open("/proc/net/tcp", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return -1 }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes.append(contentsOf: buffer[0..<n])
+        }
+        let local = "0100007F:" + String(format: "%04X", port)
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            // sl local rem st tx_queue:rx_queue; 0A is LISTEN
+            guard fields.count > 4, fields[1] == local, fields[3] == "0A" else { continue }
+            return Int(fields[4].split(separator: ":").last ?? "", radix: 16) ?? -1
+        }
+        return -1
+    }
+
+    @Test("a redirect hop back to the same server after a policy change does not reuse the old connection")
+    func sameHostHopAfterPolicyChange() async throws {
+        let pki = try CertificateFactory.shared()
+        let server = try OpenSSLServer(certificateFile: try pki.serverChainFile(for: pki.leaf),
+                                       keyFile: pki.leaf.keyFile, mode: "")
+        defer { server.stop() }
+        let plain = try await TestServer.start()
+        defer { plain.stop() }
+        let session = try makeSession { $0.caFile = pki.root.certificateFile.path }
+        defer { session.invalidateAndCancel() }
+
+        async let held = session.data(for: Request(url: URL(string: server.url() + "first")!))
+        #expect(await waitForOutput(server, "GET /first"), "\(server.output)")
+        try session.setSecurityPolicy(rejectingPolicy())
+        try await barrier(session, plain)
+        // A keep-alive redirect to the same origin: the old code sends the next request over this
+        // connection, which the new policy never judged.
+        server.send("HTTP/1.1 302 Found\r\nLocation: /second\r\nContent-Length: 0\r\n\r\n")
+
+        // Either the hop arrives on the old connection, or the client opens a new one, which waits in
+        // s_server's accept backlog while it serves the first.
+        let decided = await Wait.poll(timeout: .seconds(10)) {
+            server.output.contains("GET /second") || pendingConnections(onPort: server.port) >= 1
+        }
+        #expect(decided, "\(server.output)")
+        let reused = server.output.contains("GET /second")
+        if reused {
+            server.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        } else {
+            server.send("q\n")  // s_server: end this connection, accept the next (the hop's new one)
+        }
+
+        let outcome: Result<Int, any Error>
+        do {
+            outcome = .success(try await held.1.statusCode)
+        } catch {
+            outcome = .failure(error)
+        }
+        #expect(!reused, "the hop reused the connection made under the old policy")
+        guard case .failure(let error) = outcome else {
+            Issue.record("the redirect hop was not refused: \(outcome)")
+            return
+        }
+        #expect((error as? TransferError)?.code == .serverTrustRejected, "\(error)")
+    }
 }
