@@ -143,6 +143,40 @@ struct SecurityFileTests {
         #expect(server.requests.isEmpty)
     }
 
+    @Test("a symlink planted at <destination>.part is never written through, with or without a journal")
+    func symlinkedPartFileIsNotFollowed() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let victim = try makeVictim(in: directory)
+        let url = server.url("/bytes/100000?seed=23")
+        let destination = directory.file("out.bin")
+        let plain = directory.file("plain.bin")
+        #expect(symlink(victim.path, plain.path + ".part") == 0)
+        #expect(symlink(victim.path, destination.path + ".part") == 0)
+        // A journal that claims the victim's first 100 bytes for this URL.
+        let journal = "transfer-journal 1\nurl \(url.absoluteString)\netag \(TestServer.etag(seed: 23, count: 100000))\n"
+            + "last-modified \nrange -1 -1\nlength 100000\ndurable 100\nend\n"
+        try Data(journal.utf8).write(to: URL(fileURLWithPath: destination.path + ".part.journal"))
+
+        let first = Completion<DownloadOutcome>()
+        session.downloadTask(with: Request(url: url), to: plain, completionHandler: first.handler).resume()
+        let plainOutcome = try await first.result()
+        let second = Completion<DownloadOutcome>()
+        session.downloadTask(with: Request(url: url), to: destination, options: DownloadOptions(resumable: true),
+                             completionHandler: second.handler).resume()
+        let resumableOutcome = try await second.result()
+
+        #expect(try Data(contentsOf: victim) == Self.victimBytes)
+        #expect(plainOutcome.error?.code == .fileError, "the symlink is refused, not followed")
+        // The journal's part file is not a plain file: start clean instead.
+        #expect(resumableOutcome.error == nil)
+        #expect(try FileDigest.sha256(of: destination) == TestServer.sha256(seed: 23, count: 100000))
+        #expect(server.requests.last?.header("range") == nil)
+    }
+
     /// Cancels a 1 MiB/s download after 1 MiB and returns its resume data.
     func resumeData(_ task: DownloadTask) async throws -> Data {
         let produced = Completion<Data?>()

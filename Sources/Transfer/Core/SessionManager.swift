@@ -392,7 +392,7 @@ public final class SessionManager: Sendable {
                              completionHandler: DownloadTask.CompletionHandler? = nil) throws(TransferError)
         -> DownloadTask
     {
-        let resume = try ResumeData.decode(resumeData)
+        let resume = try ResumeData.decode(resumeData, temporaryFolder: temporaryDirectory.path)
         let delegate = TaskDelegate(uploadProgress: nil, downloadProgress: progress)
         let task = DownloadTask(session: self, identifier: nextIdentifier(), request: resume.request,
                                 delegate: delegate, fixedDestination: nil, destination: destination, resume: resume,

@@ -97,9 +97,11 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         spec.flags |= UInt32(CT_FLAG_KEEP_PARTIAL)
         if let journal = ResumeJournal.read(at: journalPath), journal.rangeStart < 0,
             journal.url == originalRequest.url.absoluteString, journal.durable > 0,
+            // The validator becomes an If-Range header: the request's rules.
+            (try? HTTPHeaders.validate(name: "If-Range", value: journal.validator ?? "")) != nil,
             ResumeJournal.fileSize(partPath) >= journal.durable,
             // Bytes past `durable` were never confirmed: drop them.
-            truncate(partPath, off_t(journal.durable)) == 0
+            Self.trim(partPath, to: journal.durable)
         {
             // A part file that may already be complete (killed between the
             // last journal update and the rename) would get 416 for
@@ -114,6 +116,17 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
             unlink(partPath)
             unlink(journalPath)
         }
+    }
+
+    /// Cuts the part file to `length` without following a symlink at its
+    /// path (truncate(2) would cut whatever file the link names).
+    private static func trim(_ path: String, to length: Int64) -> Bool {
+        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return false }
+        return ftruncate(fd, off_t(length)) == 0
     }
 
     override func needsResponseEvent() -> Bool { startOffset.withLock { $0 } > 0 }
