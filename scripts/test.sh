@@ -20,6 +20,7 @@ swift build --build-tests
 swift test --skip-build --no-parallel 2>&1 | tee .build/test.log | tail -n 40
 # swift test exits non-zero on failure; tee hides that, so check the log.
 grep -qE "Test run with .* passed|Executed .* with 0 failures" .build/test.log || { echo "tests failed" >&2; exit 1; }
+scripts/fuzz.sh 20   # every libFuzzer target 20 s (Tests/Fuzz); skips itself, loudly, without clang
 
 if [ "$quick" -eq 0 ]; then
     export TRANSFER_TEST_SANITIZER=1   # tests shrink their big payloads

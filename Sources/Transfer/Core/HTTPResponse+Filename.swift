@@ -117,22 +117,27 @@ extension HTTPResponse {
     /// One safe path component from `name`, or nil when nothing usable is left.
     static func sanitizedFilename(_ name: String) -> String? {
         // The last component after any separator: "../../etc/passwd" -> "passwd".
-        let component = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        // Split scalars, not Characters: "/" followed by a combining mark is
+        // one Character that is not "/", yet still a separator on disk.
+        let component = name.unicodeScalars.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last
+            .map { String(String.UnicodeScalarView($0)) } ?? ""
         var cleaned = String.UnicodeScalarView()
         for scalar in component.unicodeScalars {
             // C0, DEL and C1 controls (NUL included) never reach a file name.
             if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) { continue }
             cleaned.append(scalar)
         }
-        var result = String(cleaned).trimmingCharacters(in: .whitespaces)
-        while result.hasSuffix(".") { result.removeLast() }
-        while result.hasPrefix(".") { result.removeFirst() }  // no hidden files, no ".."
-        result = result.trimmingCharacters(in: .whitespaces)
-        guard !result.isEmpty else { return nil }
+        var result = String(cleaned)
         // NAME_MAX is 255 bytes: keep the end (the extension) when cutting.
-        while result.utf8.count > 255 { result.removeFirst() }
+        while result.utf8.count > 255 { result.unicodeScalars.removeFirst() }
+        // No hidden files, no "..": dots and blanks go from both ends
+        // together (" . .x" must not leave ".x"), scalar by scalar.
+        result = result.trimmingCharacters(in: Self.trimmedFromFilenames)
+        guard !result.isEmpty else { return nil }
         return result
     }
+
+    private static let trimmedFromFilenames = CharacterSet.whitespaces.union(CharacterSet(charactersIn: "."))
 }
 
 extension DownloadTask {
