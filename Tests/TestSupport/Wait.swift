@@ -13,6 +13,11 @@ public enum Wait {
     /// Polls `condition` every `interval` until it is true or `timeout` passes.
     ///
     /// - Returns: Whether the condition held before the deadline.
+    ///
+    /// Blocks the calling thread between checks. Disfavoured, so that in async code the async
+    /// variant is chosen even for a synchronous condition: a test that blocked a thread of
+    /// the small shared pool could starve the callbacks of tests running beside it.
+    @_disfavoredOverload
     @discardableResult
     public static func poll(
         timeout: Duration = .seconds(5), interval: Duration = .milliseconds(5),
@@ -43,6 +48,7 @@ public enum Wait {
     }
 
     /// Like `poll`, but throws `WaitTimedOut` naming `what` when the deadline passes.
+    @_disfavoredOverload
     public static func until(
         _ what: String, timeout: Duration = .seconds(5), interval: Duration = .milliseconds(5),
         _ condition: () throws -> Bool

@@ -65,13 +65,15 @@ enum CLI {
 }
 
 /// A `transfer` process whose standard output is collected while it runs, so that a test
-/// can wait for a line (an event) before it lets the server go on.
+/// can wait for a line (an event) before it lets the server go on. Its waits are async and
+/// sleep the task, not a thread: a blocked pool thread could starve the engines of other
+/// tests running in parallel.
 final class RunningCLI {
     private let process = Process()
     private let stdoutPipe = Pipe()
-    private let collected = Locked(Data())
-    private let exited = DispatchSemaphore(value: 0)
-    private let drained = DispatchSemaphore(value: 0)
+    /// The output so far, and whether the reader saw end of file.
+    private let collected = Locked((data: Data(), eof: false))
+    private let exited = Locked(false)
 
     /// Starts `transfer arguments...`, stdin from /dev/null, stderr discarded.
     init(_ arguments: [String]) throws {
@@ -81,26 +83,25 @@ final class RunningCLI {
         process.standardOutput = stdoutPipe
         process.standardError = FileHandle.nullDevice
         let exited = exited
-        process.terminationHandler = { _ in exited.signal() }
+        process.terminationHandler = { _ in exited.withLock { $0 = true } }
         try process.run()
         let fd = stdoutPipe.fileHandleForReading.fileDescriptor
         let collected = collected
-        let drained = drained
         Thread.detachNewThread {
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { break }
-                collected.withLock { $0.append(contentsOf: buffer[0..<n]) }
+                collected.withLock { $0.data.append(contentsOf: buffer[0..<n]) }
             }
-            drained.signal()
+            collected.withLock { $0.eof = true }
         }
     }
 
     /// The complete lines written to stdout so far.
     var stdoutLines: [String] {
-        let text = String(decoding: collected.withLock { $0 }, as: UTF8.self)
+        let text = String(decoding: collected.withLock { $0.data }, as: UTF8.self)
         guard let end = text.lastIndex(of: "\n") else { return [] }
         return text[..<end].split(separator: "\n").map(String.init)
     }
@@ -109,14 +110,14 @@ final class RunningCLI {
     /// `timeout` passes first.
     ///
     /// - Returns: The exit status, or nil when the process had to be killed.
-    func wait(timeout: Duration = .seconds(60)) -> Int32? {
-        let seconds = Double(timeout.components.seconds)
-        guard exited.wait(timeout: .now() + seconds) == .success else {
+    func wait(timeout: Duration = .seconds(60)) async -> Int32? {
+        let done = await Wait.poll(timeout: timeout) {
+            exited.withLock { $0 } && collected.withLock { $0.eof }
+        }
+        guard done else {
             process.terminate()
-            _ = exited.wait(timeout: .now() + 10)
             return nil
         }
-        guard drained.wait(timeout: .now() + 10) == .success else { return nil }
         return process.terminationStatus
     }
 }

@@ -212,8 +212,8 @@ struct CLIExitCodeTests {
     }
 
     @Test("--parallel runs transfers to one host at once: a small body does not wait for slow ones")
-    func parallelDoesNotSerialise() throws {
-        let server = try TestServer.start()
+    func parallelDoesNotSerialise() async throws {
+        let server = try await TestServer.start()
         defer { server.stop() }
         // The two large bodies stop halfway at a gate that the test opens only once the small
         // body's metrics line is out: if the small one queued behind them, it never would be.
@@ -225,14 +225,14 @@ struct CLIExitCodeTests {
         }
 
         let run = try RunningCLI(["get", "--parallel", "3", "--discard", "--metrics", "-", slow, slow2, fast])
-        let fastDone = Wait.poll(timeout: .seconds(30)) {
+        let fastDone = await Wait.poll(timeout: .seconds(30)) {
             records(run.stdoutLines).contains { $0["url"] as? String == fast }
         }
         // Both slow responses reached the gate: they were in flight, half sent, all along.
-        let slowHeld = Wait.poll(timeout: .seconds(30)) { server.heldAtGate("slow") == 2 }
+        let slowHeld = await Wait.poll(timeout: .seconds(30)) { server.heldAtGate("slow") == 2 }
         let linesBeforeRelease = run.stdoutLines
         server.openGate("slow")
-        let status = run.wait()
+        let status = await run.wait()
 
         #expect(fastDone, "the small body did not complete while the slow ones were held: \(linesBeforeRelease)")
         #expect(slowHeld, "the slow responses did not both reach the gate")
