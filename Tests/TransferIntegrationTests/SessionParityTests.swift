@@ -90,9 +90,11 @@ struct SessionParityTests {
             }
         }
         let error = try await awaitCompletion(TransferError?.self) { done in
-            // Only the download: the round trips below complete on the same session.
+            // Only the download: the round trips below complete on the same session. (Its id,
+            // not the task: the session keeps its hooks, and the task keeps the session.)
+            let downloadID = task.taskIdentifier
             session.hooks.taskDidComplete = { _, completed, error in
-                if completed.taskIdentifier == task.taskIdentifier { done(error) }
+                if completed.taskIdentifier == downloadID { done(error) }
             }
             task.resume()
             Task {
