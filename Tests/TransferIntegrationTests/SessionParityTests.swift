@@ -288,7 +288,11 @@ struct SessionParityTests {
         #expect(session.tasks.isEmpty)
         #expect(await Wait.poll(timeout: .seconds(5)) { alive.withLock { $0.allSatisfy { $0.task == nil } } })
         #expect(openDescriptors() <= fdsBefore + 2)
-        #expect(residentBytes() - residentBefore < 32 << 20)
+        // Under AddressSanitizer freed memory sits in its quarantine (256 MiB by default), so
+        // resident size says nothing there; LeakSanitizer checks for leaks in that run instead.
+        if !Sizes.underSanitizer {
+            #expect(residentBytes() - residentBefore < 32 << 20)
+        }
     }
 
     private func runLanes(session: SessionManager, url: URL, total: Int, alive: Locked<[WeakTask]>) async -> Int {
