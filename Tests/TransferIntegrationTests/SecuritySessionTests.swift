@@ -23,13 +23,16 @@ struct SecuritySessionTests {
         defer { session.invalidateAndCancel() }
         let leaf = try certificate(nginx.serverCertificateFile)
         let intermediate = try certificate(nginx.intermediateFile)
+        let file = try nginx.ensureFile(size: 4096, seed: 11)
 
         var byKey = SecurityPolicy.policy(pinningMode: .publicKey)
         byKey.pinnedPublicKeyHashes = [leaf.publicKeySHA256]
         try session.setSecurityPolicy(byKey)
-        for listener in [NginxFixture.Listener.https, .http2] {
-            let (_, response) = try await session.data(for: Request(url: nginx.url(listener, "/")))
-            #expect(response.statusCode < 500)
+        for (listener, version) in [(NginxFixture.Listener.https, "1.1"), (.http2, "2")] {
+            let (data, response) = try await session.data(for: Request(url: nginx.url(listener, file.path)))
+            #expect(response.statusCode == 200)
+            #expect(response.httpVersion == version)
+            #expect(FileDigest.sha256(data) == file.sha256)
         }
 
         try session.setSecurityPolicy(.policy(pinningMode: .certificate, pinnedCertificates: [intermediate]))
@@ -98,8 +101,10 @@ struct SecuritySessionTests {
             return .useCredential(.serverTrust(challenge.serverTrust!))
         }
 
-        let (_, response) = try await session.data(for: Request(url: nginx.url(.https, "/")))
-        #expect(response.statusCode < 500)
+        let file = try nginx.ensureFile(size: 4096, seed: 12)
+        let (data, response) = try await session.data(for: Request(url: nginx.url(.https, file.path)))
+        #expect(response.statusCode == 200)
+        #expect(FileDigest.sha256(data) == file.sha256)
         #expect(seen.withLock { $0.first } == "serverTrust 2")   // leaf + intermediate
 
         let trusting = try makeSession { $0.caFile = nginx.caFile }
@@ -125,11 +130,13 @@ struct SecuritySessionTests {
                                      reportHandler: { report in reports.withLock { $0.append(report) } })
         try session.setSecurityPolicy(policy)
 
+        let file = try nginx.ensureFile(size: 4096, seed: 13)
         for _ in 0..<2 {
             // Fresh connections: each handshake is checked (and reported) again.
-            let fresh = Request(url: nginx.url(.https, "/"), headers: ["Connection": "close"])
-            let (_, response) = try await session.data(for: fresh)
-            #expect(response.statusCode < 500)
+            let fresh = Request(url: nginx.url(.https, file.path), headers: ["Connection": "close"])
+            let (data, response) = try await session.data(for: fresh)
+            #expect(response.statusCode == 200)
+            #expect(FileDigest.sha256(data) == file.sha256)
         }
 
         #expect(await Wait.poll(timeout: .seconds(5)) { reports.withLock { $0.count } >= 1 })
