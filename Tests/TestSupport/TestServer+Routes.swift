@@ -133,6 +133,17 @@ extension Connection {
                 try sendAll(Array("HELLO\u{1}WORLD 999 \r\n".utf8) + [0xff, 0xfe, 0x00] + Array("\r\n\r\n".utf8))
             }
             throw ConnectionEnd.linger
+        case "stale-location":
+            // A 1xx head with a Location, then a final 302 with no header line
+            // at all (body until close): that 302 is not a redirect to follow.
+            try sendAll("HTTP/1.1 103 Early Hints\r\nLocation: /elsewhere\r\n\r\nHTTP/1.1 302 Found\r\n\r\nbody")
+            throw ConnectionEnd.close
+        case "etag-cr":
+            // An ETag with a bare CR (curl splits lines at LF only), then half
+            // the body: a resumable download keeps a journal with the validator.
+            try sendAll("HTTP/1.1 200 OK\r\nETag: \"v1\rX-Injected: yes\"\r\nContent-Length: 2000\r\n\r\n"
+                + String(repeating: "x", count: 1000))
+            throw ConnectionEnd.close
         case "redirect":
             guard parts.count == 2, let count = Int(parts[1]), count >= 0 else { return try notFound(head) }
             if count == 0 {

@@ -201,6 +201,28 @@ struct DownloadResumeTests {
         #expect(server.requests.last?.header("range") == "bytes=\(durable)-")
         #expect(try FileDigest.sha256(of: destination) == TestServer.sha256(seed: 7, count: Self.size))
     }
+
+    @Test("an ETag holding a bare CR is no validator: it never reaches the journal or If-Range")
+    func etagWithCarriageReturnIsDropped() async throws {
+        // Found by fuzz_header_cb: the engine kept the CR, and a resume sent
+        // it back in If-Range (a header split on the way to the server).
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let destination = directory.file("etag.bin")
+
+        let done = Completion<DownloadOutcome>()
+        session.downloadTask(with: Request(url: server.url("/etag-cr")), to: destination,
+                             options: DownloadOptions(resumable: true), completionHandler: done.handler).resume()
+        let outcome = try await done.result()
+
+        #expect(outcome.error != nil)
+        let journal = try String(contentsOfFile: destination.path + ".part.journal", encoding: .utf8)
+        #expect(journal.hasPrefix("transfer-journal 1\n"))
+        #expect(!journal.contains("\r") && !journal.contains("X-Injected"))
+    }
 }
 
 @Suite("Download resume edge cases")

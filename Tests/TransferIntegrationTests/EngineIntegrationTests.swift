@@ -267,6 +267,22 @@ struct EngineIntegrationTests {
         }
     }
 
+    @Test("a final head without header lines is judged on its own, not on the previous head's lines")
+    func headAfterInterimHeadIsFresh() async throws {
+        // Found by fuzz_header_cb: the engine kept the 103's Location in the
+        // block and took the final 302 for a redirect to follow.
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try makeSession { $0.maxRedirects = 5 }
+        defer { session.invalidateAndCancel() }
+
+        let (body, response) = try await session.data(for: Request(url: server.url("/stale-location")))
+
+        #expect(response.statusCode == 302)
+        #expect(response.headers.value(for: "Location") == nil)
+        #expect(body == Data("body".utf8))
+    }
+
     @Test("a download that fails leaves nothing behind")
     func failedDownloadLeavesNothing() async throws {
         let server = try await TestServer.start()
