@@ -165,6 +165,7 @@ struct cti_transfer {
 
   int finished;
   int added;                /* in the multi handle */
+  int easy_clean;           /* curl ended it fully: the handle may be reused */
   ct_code local_code;       /* failure found by our callbacks */
   int local_errno;
   char local_message[200];   /* room for two hex SHA-256 digests */

@@ -97,7 +97,14 @@ struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id)
 /* --- finishing ------------------------------------------------------- */
 
 /* Easy handles are reused: curl_easy_reset keeps a handle's buffers,
- * which saves an init, a cleanup and their allocations per transfer. */
+ * which saves an init, a cleanup and their allocations per transfer.
+ *
+ * Only a handle whose transfer curl ended fully goes back to the pool.
+ * curl_easy_reset does not undo everything: when curl's multi_done stops
+ * early (the transfer was removed while pending or running, or its
+ * HTTP/2 connection is still used by other streams) the handle keeps its
+ * receive buffer, and curl then refuses CURLOPT_BUFFERSIZE on it. Such a
+ * handle is cleaned up instead. */
 static CURL *easy_take(struct ct_loop *loop)
 {
   if(loop->easy_pool_count > 0)
@@ -105,9 +112,23 @@ static CURL *easy_take(struct ct_loop *loop)
   return curl_easy_init();
 }
 
-static void easy_give_back(struct ct_loop *loop, CURL *easy)
+/* Whether the transfer that just got CURLMSG_DONE with `cc` on `easy` left
+ * the handle clean: it succeeded on a connection of its own (HTTP/1.x;
+ * with HTTP/2 or 3 other streams may still use it, and curl only
+ * finishes a transfer fully when the connection falls idle). */
+static int easy_ended_clean(CURL *easy, CURLcode cc)
 {
-  if(loop->easy_pool_count < CTI_EASY_POOL && !loop->stop) {
+  long version = 0;
+  if(cc != CURLE_OK)
+    return 0;
+  if(curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
+    return 0;
+  return version == CURL_HTTP_VERSION_1_0 || version == CURL_HTTP_VERSION_1_1;
+}
+
+static void easy_give_back(struct ct_loop *loop, CURL *easy, int clean)
+{
+  if(clean && loop->easy_pool_count < CTI_EASY_POOL && !loop->stop) {
     curl_easy_reset(easy);
     loop->easy_pool[loop->easy_pool_count++] = easy;
   }
@@ -123,7 +144,7 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t)
     t->added = 0;
   }
   if(t->easy) {
-    easy_give_back(loop, t->easy);
+    easy_give_back(loop, t->easy, t->easy_clean && !t->added);
     t->easy = NULL;
   }
   table_remove(loop, t);
@@ -150,6 +171,7 @@ static void drain_done(struct ct_loop *loop)
      * and is invalid after curl_multi_remove_handle. */
     {
       CURLcode cc = msg->data.result;
+      t->easy_clean = easy_ended_clean(t->easy, cc);
       curl_multi_remove_handle(loop->multi, t->easy);
       t->added = 0;
       cti_transfer_finish(t, cc);
@@ -229,6 +251,7 @@ static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
     return;
   }
   if(cti_transfer_setup(t) != CT_OK) {
+    t->easy_clean = 1;          /* never added: curl did not run it */
     cti_transfer_finish_code(t, CT_E_INVALID_REQUEST, "invalid request");
     retire(loop, t);
     return;
