@@ -184,9 +184,17 @@ static void socket_action(struct ct_loop *loop, curl_socket_t s, int bits)
 {
   int running = 0;
   CURLMcode mc = curl_multi_socket_action(loop->multi, s, bits, &running);
-  /* CURLM_BAD_SOCKET: curl already forgot the socket (closed between the
-   * event and now). Benign. */
-  (void)mc;
+  if(mc == CURLM_BAD_SOCKET && s != CURL_SOCKET_TIMEOUT) {
+    /* curl already forgot the socket (closed between the event and now).
+     * Benign, but stop watching it so a stale registration cannot spin. */
+    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s, NULL);   /* EBADF if closed */
+  }
+  else if(mc != CURLM_OK) {
+    /* Out of memory or an internal curl error: the transfers curl could
+     * not drive still end through their own timeouts or errors, which
+     * drain_done reports. Counted in multi_errors. */
+    __atomic_add_fetch(&loop->multi_errors, 1, __ATOMIC_RELAXED);
+  }
   drain_done(loop);
 }
 
@@ -302,10 +310,6 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
       add_transfer(loop, c->transfer);
     return;
   }
-  if(c->kind == CTI_CMD_STOP) {
-    loop->stop = 1;
-    return;
-  }
   if(c->kind == CTI_CMD_TOTAL_SPEED) {
     loop->total_recv_limit = c->a;
     loop->total_send_limit = c->b;
@@ -399,6 +403,7 @@ static void drain_commands(struct ct_loop *loop)
 {
   struct cti_command *c;
   uint64_t value;
+  int stop;
   /* Reset the eventfd first: a command queued after we took the list
    * writes it again and wakes us for the next round. */
   while(read(loop->eventfd, &value, sizeof(value)) < 0 && errno == EINTR)
@@ -406,6 +411,7 @@ static void drain_commands(struct ct_loop *loop)
   pthread_mutex_lock(&loop->lock);
   c = loop->cmd_head;
   loop->cmd_head = loop->cmd_tail = NULL;
+  stop = loop->stop_requested;
   pthread_mutex_unlock(&loop->lock);
   while(c) {
     struct cti_command *next = c->next;
@@ -413,6 +419,9 @@ static void drain_commands(struct ct_loop *loop)
     free_command(c);
     c = next;
   }
+  /* After the commands queued before the stop request: they run first. */
+  if(stop)
+    loop->stop = 1;
 }
 
 static ct_code enqueue(struct ct_loop *loop, struct cti_command *c)
@@ -466,6 +475,8 @@ static ct_code simple_command(struct ct_loop *loop, enum cti_command_kind k,
 }
 
 /* --- the thread ------------------------------------------------------ */
+
+static void loop_free(struct ct_loop *loop);
 
 static void *loop_main(void *arg)
 {
@@ -528,6 +539,12 @@ static void *loop_main(void *arg)
     cancel_transfer(loop, loop->all, 0, CT_E_CANCELLED);
   if(loop->config.callbacks.on_batch_end)
     loop->config.callbacks.on_batch_end(loop->config.batch_ctx);
+  if(loop->config.callbacks.on_loop_end)
+    loop->config.callbacks.on_loop_end(loop->config.batch_ctx);
+  /* Destroyed from one of its own callbacks: nobody joins this (detached)
+   * thread, so it frees the loop itself, last of all. */
+  if(loop->free_on_exit)
+    loop_free(loop);
   return NULL;
 }
 
@@ -661,20 +678,38 @@ fail:
 
 void ct_loop_destroy(struct ct_loop *loop)
 {
-  struct cti_command *c;
+  uint64_t one = 1;
   if(!loop)
     return;
-  if(loop->thread_started) {
-    /* A stop command rides the queue like any other, so everything queued
-     * before it is seen first. */
-    c = calloc(1, sizeof(*c));
-    if(!c)
-      return;        /* cannot even stop: leak rather than crash */
-    c->kind = CTI_CMD_STOP;
-    if(enqueue(loop, c) != CT_OK)
-      free(c);
-    pthread_join(loop->thread, NULL);
+  if(!loop->thread_started) {
+    loop_free(loop);
+    return;
   }
+  if(pthread_equal(pthread_self(), loop->thread)) {
+    /* From a callback on the loop thread (the last reference to the owner
+     * dropped in on_finish, say): joining ourselves would fail with
+     * EDEADLK and freeing here would pull the loop from under the code
+     * that called us. Mark it stopping and let loop_main, once back at
+     * the top, finish every transfer and free the loop. */
+    pthread_mutex_lock(&loop->lock);
+    loop->stop_requested = 1;
+    pthread_mutex_unlock(&loop->lock);
+    loop->stop = 1;
+    loop->free_on_exit = 1;
+    pthread_detach(loop->thread);
+    return;
+  }
+  /* A flag, not a queued command: stopping needs no allocation, so it
+   * works when memory is short. Commands queued before it run first
+   * (drain_commands reads both under the same lock). */
+  pthread_mutex_lock(&loop->lock);
+  loop->stop_requested = 1;
+  pthread_mutex_unlock(&loop->lock);
+  while(write(loop->eventfd, &one, sizeof(one)) < 0 && errno == EINTR)
+    ;
+  if(pthread_join(loop->thread, NULL) != 0)
+    return;          /* cannot happen for a joinable thread not ourselves;
+                        leak rather than free a loop still running */
   loop_free(loop);
 }
 
