@@ -10,6 +10,7 @@ private final class PoolLog: Sendable {
     let codes = Mutex<[UInt64: ct_code]>([:])
     let messages = Mutex<[String]>([])
     let finished = Atomic<Int>(0)
+    let responded = Mutex<Set<UInt64>>([])
     let slots: DispatchSemaphore
     init(concurrency: Int) { slots = DispatchSemaphore(value: concurrency) }
 }
@@ -27,6 +28,11 @@ private func poolConfig(caFile: UnsafePointer<CChar>?) -> ct_loop_config {
     var config = ct_loop_config()
     ct_loop_config_init(&config)
     config.ca_file = caFile
+    config.callbacks.on_response = { ctx, _ in
+        guard let ctx else { return }
+        let entry = Unmanaged<PoolEntry>.fromOpaque(ctx).takeUnretainedValue()
+        _ = entry.log.responded.withLock { $0.insert(entry.tag) }
+    }
     config.callbacks.on_finish = { ctx, result in
         guard let ctx else { return }
         let entry = Unmanaged<PoolEntry>.fromOpaque(ctx).takeRetainedValue()
@@ -145,6 +151,53 @@ struct HandlePoolTests {
         #expect(codes[1] == CT_E_CANCELLED && codes[2] == CT_E_CANCELLED)
         #expect((3..<7).allSatisfy { codes[UInt64($0)] == CT_OK },
                 "\(log.messages.withLock { $0 })")
+    }
+}
+
+extension HandlePoolTests {
+    @Test("a handle cancelled mid-stream on a shared HTTP/2 connection is not reused: the transfers after it succeed")
+    func cancelOnSharedConnectionThenReuse() throws {
+        let nginx = try NginxFixture.shared()
+        let big = URL(fileURLWithPath: try nginx.ensureFile(size: 4 << 20, seed: 14).path).lastPathComponent
+        let small = URL(fileURLWithPath: try nginx.ensureFile(size: 4096, seed: 13).path).lastPathComponent
+        let slow = nginx.url(.http2, "/slow/files/" + big).absoluteString + "?rate=65536"
+        let log = PoolLog(concurrency: 1)
+        let loop: OpaquePointer = try nginx.caFile.withCString { ca in
+            var config = poolConfig(caFile: ca)
+            config.max_connections_per_host = 1     // every stream on one connection
+            var created: OpaquePointer?
+            try #require(ct_loop_create(&config, &created) == CT_OK)
+            return try #require(created)
+        }
+        defer { ct_loop_destroy(loop) }
+
+        // Given two slow streams running on one HTTP/2 connection
+        let holder = submitGet(loop, slow, log: log, tag: 1)
+        let victim = submitGet(loop, slow, log: log, tag: 2)
+        try #require(holder != 0 && victim != 0)
+        try Wait.until("both streams to get their response", timeout: .seconds(20)) {
+            log.responded.withLock { $0.isSuperset(of: [1, 2]) }
+        }
+
+        // When one is cancelled while the other still uses the connection
+        #expect(ct_loop_cancel(loop, victim, 0) == CT_OK)
+        try Wait.until("the cancellation", timeout: .seconds(10)) { log.finished.load(ordering: .acquiring) == 1 }
+
+        // Then the next transfers, which take handles from the pool, succeed
+        for tag in 3..<7 {
+            try #require(submitGet(loop, nginx.url(.http2, "/files/" + small).absoluteString, log: log,
+                                   tag: UInt64(tag), sink: CT_SINK_MEMORY) != 0)
+        }
+        try Wait.until("the transfers after the cancellation", timeout: .seconds(30)) {
+            log.finished.load(ordering: .acquiring) == 5
+        }
+        #expect(ct_loop_cancel(loop, holder, 0) == CT_OK)
+        try Wait.until("the holder's cancellation", timeout: .seconds(10)) {
+            log.finished.load(ordering: .acquiring) == 6
+        }
+        let codes = log.codes.withLock { $0 }
+        #expect(codes[1] == CT_E_CANCELLED && codes[2] == CT_E_CANCELLED)
+        #expect((3..<7).allSatisfy { codes[UInt64($0)] == CT_OK }, "\(log.messages.withLock { $0 })")
     }
 }
 
