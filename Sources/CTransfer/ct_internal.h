@@ -165,6 +165,7 @@ struct cti_transfer {
 
   int finished;
   int added;                /* in the multi handle */
+  int easy_clean;           /* curl ended it fully: the handle may be reused */
   ct_code local_code;       /* failure found by our callbacks */
   int local_errno;
   char local_message[200];   /* room for two hex SHA-256 digests */
@@ -240,8 +241,7 @@ enum cti_command_kind {
   CTI_CMD_DISPOSITION,
   CTI_CMD_SPEED,
   CTI_CMD_TOTAL_SPEED,
-  CTI_CMD_TRUST_POLICY,
-  CTI_CMD_STOP
+  CTI_CMD_TRUST_POLICY
 };
 
 struct cti_command {
@@ -272,6 +272,8 @@ struct ct_loop {
   struct cti_command *cmd_head;
   struct cti_command *cmd_tail;
   int closing;
+  int stop_requested;            /* under lock: ct_loop_destroy was called */
+  int free_on_exit;              /* destroyed from its own thread */
 
   int run_timeout_now;
   int stop;
@@ -289,6 +291,7 @@ struct ct_loop {
   uint64_t next_id;              /* atomic */
   int64_t active;                /* atomic: submitted, not finished */
   uint64_t wakeups;              /* atomic */
+  uint64_t multi_errors;         /* atomic: curl_multi_socket_action failed */
 
   /* loop-wide shared speed limit (token bucket) */
   int64_t total_recv_limit;

@@ -97,7 +97,14 @@ struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id)
 /* --- finishing ------------------------------------------------------- */
 
 /* Easy handles are reused: curl_easy_reset keeps a handle's buffers,
- * which saves an init, a cleanup and their allocations per transfer. */
+ * which saves an init, a cleanup and their allocations per transfer.
+ *
+ * Only a handle whose transfer curl ended fully goes back to the pool.
+ * curl_easy_reset does not undo everything: when curl's multi_done stops
+ * early (the transfer was removed while pending or running, or its
+ * HTTP/2 connection is still used by other streams) the handle keeps its
+ * receive buffer, and curl then refuses CURLOPT_BUFFERSIZE on it. Such a
+ * handle is cleaned up instead. */
 static CURL *easy_take(struct ct_loop *loop)
 {
   if(loop->easy_pool_count > 0)
@@ -105,9 +112,23 @@ static CURL *easy_take(struct ct_loop *loop)
   return curl_easy_init();
 }
 
-static void easy_give_back(struct ct_loop *loop, CURL *easy)
+/* Whether the transfer that just got CURLMSG_DONE with `cc` on `easy` left
+ * the handle clean: it succeeded on a connection of its own (HTTP/1.x;
+ * with HTTP/2 or 3 other streams may still use it, and curl only
+ * finishes a transfer fully when the connection falls idle). */
+static int easy_ended_clean(CURL *easy, CURLcode cc)
 {
-  if(loop->easy_pool_count < CTI_EASY_POOL && !loop->stop) {
+  long version = 0;
+  if(cc != CURLE_OK)
+    return 0;
+  if(curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version) != CURLE_OK)
+    return 0;
+  return version == CURL_HTTP_VERSION_1_0 || version == CURL_HTTP_VERSION_1_1;
+}
+
+static void easy_give_back(struct ct_loop *loop, CURL *easy, int clean)
+{
+  if(clean && loop->easy_pool_count < CTI_EASY_POOL && !loop->stop) {
     curl_easy_reset(easy);
     loop->easy_pool[loop->easy_pool_count++] = easy;
   }
@@ -123,7 +144,7 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t)
     t->added = 0;
   }
   if(t->easy) {
-    easy_give_back(loop, t->easy);
+    easy_give_back(loop, t->easy, t->easy_clean && !t->added);
     t->easy = NULL;
   }
   table_remove(loop, t);
@@ -150,6 +171,7 @@ static void drain_done(struct ct_loop *loop)
      * and is invalid after curl_multi_remove_handle. */
     {
       CURLcode cc = msg->data.result;
+      t->easy_clean = easy_ended_clean(t->easy, cc);
       curl_multi_remove_handle(loop->multi, t->easy);
       t->added = 0;
       cti_transfer_finish(t, cc);
@@ -162,9 +184,17 @@ static void socket_action(struct ct_loop *loop, curl_socket_t s, int bits)
 {
   int running = 0;
   CURLMcode mc = curl_multi_socket_action(loop->multi, s, bits, &running);
-  /* CURLM_BAD_SOCKET: curl already forgot the socket (closed between the
-   * event and now). Benign. */
-  (void)mc;
+  if(mc == CURLM_BAD_SOCKET && s != CURL_SOCKET_TIMEOUT) {
+    /* curl already forgot the socket (closed between the event and now).
+     * Benign, but stop watching it so a stale registration cannot spin. */
+    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s, NULL);   /* EBADF if closed */
+  }
+  else if(mc != CURLM_OK) {
+    /* Out of memory or an internal curl error: the transfers curl could
+     * not drive still end through their own timeouts or errors, which
+     * drain_done reports. Counted in multi_errors. */
+    __atomic_add_fetch(&loop->multi_errors, 1, __ATOMIC_RELAXED);
+  }
   drain_done(loop);
 }
 
@@ -229,6 +259,7 @@ static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
     return;
   }
   if(cti_transfer_setup(t) != CT_OK) {
+    t->easy_clean = 1;          /* never added: curl did not run it */
     cti_transfer_finish_code(t, CT_E_INVALID_REQUEST, "invalid request");
     retire(loop, t);
     return;
@@ -277,10 +308,6 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     }
     else
       add_transfer(loop, c->transfer);
-    return;
-  }
-  if(c->kind == CTI_CMD_STOP) {
-    loop->stop = 1;
     return;
   }
   if(c->kind == CTI_CMD_TOTAL_SPEED) {
@@ -376,6 +403,7 @@ static void drain_commands(struct ct_loop *loop)
 {
   struct cti_command *c;
   uint64_t value;
+  int stop;
   /* Reset the eventfd first: a command queued after we took the list
    * writes it again and wakes us for the next round. */
   while(read(loop->eventfd, &value, sizeof(value)) < 0 && errno == EINTR)
@@ -383,6 +411,7 @@ static void drain_commands(struct ct_loop *loop)
   pthread_mutex_lock(&loop->lock);
   c = loop->cmd_head;
   loop->cmd_head = loop->cmd_tail = NULL;
+  stop = loop->stop_requested;
   pthread_mutex_unlock(&loop->lock);
   while(c) {
     struct cti_command *next = c->next;
@@ -390,6 +419,9 @@ static void drain_commands(struct ct_loop *loop)
     free_command(c);
     c = next;
   }
+  /* After the commands queued before the stop request: they run first. */
+  if(stop)
+    loop->stop = 1;
 }
 
 static ct_code enqueue(struct ct_loop *loop, struct cti_command *c)
@@ -443,6 +475,8 @@ static ct_code simple_command(struct ct_loop *loop, enum cti_command_kind k,
 }
 
 /* --- the thread ------------------------------------------------------ */
+
+static void loop_free(struct ct_loop *loop);
 
 static void *loop_main(void *arg)
 {
@@ -505,6 +539,12 @@ static void *loop_main(void *arg)
     cancel_transfer(loop, loop->all, 0, CT_E_CANCELLED);
   if(loop->config.callbacks.on_batch_end)
     loop->config.callbacks.on_batch_end(loop->config.batch_ctx);
+  if(loop->config.callbacks.on_loop_end)
+    loop->config.callbacks.on_loop_end(loop->config.batch_ctx);
+  /* Destroyed from one of its own callbacks: nobody joins this (detached)
+   * thread, so it frees the loop itself, last of all. */
+  if(loop->free_on_exit)
+    loop_free(loop);
   return NULL;
 }
 
@@ -638,20 +678,38 @@ fail:
 
 void ct_loop_destroy(struct ct_loop *loop)
 {
-  struct cti_command *c;
+  uint64_t one = 1;
   if(!loop)
     return;
-  if(loop->thread_started) {
-    /* A stop command rides the queue like any other, so everything queued
-     * before it is seen first. */
-    c = calloc(1, sizeof(*c));
-    if(!c)
-      return;        /* cannot even stop: leak rather than crash */
-    c->kind = CTI_CMD_STOP;
-    if(enqueue(loop, c) != CT_OK)
-      free(c);
-    pthread_join(loop->thread, NULL);
+  if(!loop->thread_started) {
+    loop_free(loop);
+    return;
   }
+  if(pthread_equal(pthread_self(), loop->thread)) {
+    /* From a callback on the loop thread (the last reference to the owner
+     * dropped in on_finish, say): joining ourselves would fail with
+     * EDEADLK and freeing here would pull the loop from under the code
+     * that called us. Mark it stopping and let loop_main, once back at
+     * the top, finish every transfer and free the loop. */
+    pthread_mutex_lock(&loop->lock);
+    loop->stop_requested = 1;
+    pthread_mutex_unlock(&loop->lock);
+    loop->stop = 1;
+    loop->free_on_exit = 1;
+    pthread_detach(loop->thread);
+    return;
+  }
+  /* A flag, not a queued command: stopping needs no allocation, so it
+   * works when memory is short. Commands queued before it run first
+   * (drain_commands reads both under the same lock). */
+  pthread_mutex_lock(&loop->lock);
+  loop->stop_requested = 1;
+  pthread_mutex_unlock(&loop->lock);
+  while(write(loop->eventfd, &one, sizeof(one)) < 0 && errno == EINTR)
+    ;
+  if(pthread_join(loop->thread, NULL) != 0)
+    return;          /* cannot happen for a joinable thread not ourselves;
+                        leak rather than free a loop still running */
   loop_free(loop);
 }
 

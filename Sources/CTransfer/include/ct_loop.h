@@ -48,7 +48,11 @@ ct_code ct_loop_create(const struct ct_loop_config *_Nonnull config,
 /**
  * Stop the loop: every transfer still queued or running finishes exactly
  * once with CT_E_CANCELLED, then the thread exits and everything is freed.
- * Blocks until done. Must not be called from a loop callback.
+ * From any other thread it blocks until done. From a callback on the loop
+ * thread itself (say on_finish dropping the last reference to its owner)
+ * it only marks the loop stopping and returns: the loop thread finishes
+ * the transfers, calls on_batch_end and on_loop_end, frees the loop and
+ * exits on its own. Either way the caller must not use `loop` again.
  */
 void ct_loop_destroy(struct ct_loop *_Nullable loop);
 

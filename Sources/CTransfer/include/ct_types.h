@@ -160,6 +160,10 @@ struct ct_callbacks {
    * moment to hand over, in one go, whatever the callbacks above queued.
    * Optional. */
   void (*_Nullable on_batch_end)(void *_Nullable batch_ctx);
+  /* Once, on the loop thread, as the last call with batch_ctx: after the
+   * last on_batch_end, when the loop thread is about to exit. The place to
+   * release what batch_ctx holds. Optional. */
+  void (*_Nullable on_loop_end)(void *_Nullable batch_ctx);
 };
 
 /* Release a body handed over in ct_result.body. Accepts NULL. */

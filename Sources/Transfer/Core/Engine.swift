@@ -69,9 +69,11 @@ final class Engine: Sendable {
         var config = ct_loop_config()
         ct_loop_config_init(&config)
         config.callbacks = Engine.callbacks
-        // The mailbox outlives the loop thread (ct_loop_destroy joins it in
-        // deinit before the mailbox is released), so an unretained pointer is safe.
-        config.batch_ctx = Unmanaged.passUnretained(mailbox).toOpaque()
+        // The loop holds the mailbox until its thread ends: on_loop_end
+        // releases it. deinit may run on the loop thread itself (the last
+        // reference dropped in a completion), and then ct_loop_destroy
+        // returns before the loop's last on_batch_end.
+        config.batch_ctx = Unmanaged.passRetained(mailbox).toOpaque()
         config.max_connections_per_host = Int64(configuration.maxConnectionsPerHost)
         config.max_total_connections = Int64(configuration.maxTotalConnections)
         config.multiplex = configuration.httpVersion == .http1_1 ? 0 : 1
@@ -83,6 +85,8 @@ final class Engine: Sendable {
             return ct_loop_create(&config, &created)
         }
         guard code == CT_OK, let created else {
+            // No thread ran, so on_loop_end will not release it.
+            Unmanaged.passUnretained(mailbox).release()
             throw TransferError(
                 code == CT_E_INVALID_REQUEST ? .invalidRequest : .internalError,
                 "cannot start the transfer engine: \(String(cString: ct_code_name(code)))"
@@ -92,7 +96,8 @@ final class Engine: Sendable {
     }
 
     deinit {
-        // Finishes every transfer (as cancelled) before returning.
+        // Finishes every transfer (as cancelled): before returning, or, when
+        // the last reference is dropped on the loop thread, right after.
         ct_loop_destroy(loop)
     }
 
@@ -110,25 +115,45 @@ final class Engine: Sendable {
         return .success(id)
     }
 
-    func cancel(_ id: UInt64, keepPartial: Bool = false) { _ = ct_loop_cancel(loop, id, keepPartial ? 1 : 0) }
-    func pause(_ id: UInt64) { _ = ct_loop_pause(loop, id) }
-    func resume(_ id: UInt64) { _ = ct_loop_resume(loop, id) }
+    // The commands below queue and return at once. Their code is returned
+    // (discardable) and is CT_OK, or one of:
+    // - CT_E_NOT_FOUND: an id this engine never issued (a caller bug);
+    // - CT_E_SHUTDOWN: the engine is stopping and every transfer is already
+    //   finishing as cancelled, so the command has nothing left to do;
+    // - CT_E_NO_MEMORY: the command is lost; the transfer runs on as if it
+    //   had not been sent (callers that must not lose it check the code).
+    // A command on a transfer that has finished meanwhile is a no-op.
 
-    func setDisposition(_ id: UInt64, _ disposition: ct_disposition, path: String? = nil) {
-        _ = path.withOptionalCString { ct_loop_set_disposition(loop, id, disposition, $0) }
+    @discardableResult
+    func cancel(_ id: UInt64, keepPartial: Bool = false) -> ct_code {
+        ct_loop_cancel(loop, id, keepPartial ? 1 : 0)
     }
 
-    func setSpeedLimit(_ id: UInt64, receive: Int64, send: Int64) {
-        _ = ct_loop_set_speed_limit(loop, id, receive, send)
+    @discardableResult
+    func pause(_ id: UInt64) -> ct_code { ct_loop_pause(loop, id) }
+
+    @discardableResult
+    func resume(_ id: UInt64) -> ct_code { ct_loop_resume(loop, id) }
+
+    @discardableResult
+    func setDisposition(_ id: UInt64, _ disposition: ct_disposition, path: String? = nil) -> ct_code {
+        path.withOptionalCString { ct_loop_set_disposition(loop, id, disposition, $0) }
     }
 
-    func setTotalSpeedLimit(receive: Int64, send: Int64) {
-        _ = ct_loop_set_total_speed_limit(loop, receive, send)
+    @discardableResult
+    func setSpeedLimit(_ id: UInt64, receive: Int64, send: Int64) -> ct_code {
+        ct_loop_set_speed_limit(loop, id, receive, send)
+    }
+
+    @discardableResult
+    func setTotalSpeedLimit(receive: Int64, send: Int64) -> ct_code {
+        ct_loop_set_total_speed_limit(loop, receive, send)
     }
 
     /// Installs a trust policy (retained by the loop; nil removes it).
-    func setTrustPolicy(_ policy: OpaquePointer?) {
-        _ = ct_loop_set_trust_policy(loop, policy)
+    @discardableResult
+    func setTrustPolicy(_ policy: OpaquePointer?) -> ct_code {
+        ct_loop_set_trust_policy(loop, policy)
     }
 
     var activeCount: Int64 { ct_loop_active_count(loop) }
@@ -204,6 +229,11 @@ extension Engine {
         cb.on_batch_end = { ctx in
             guard let ctx else { return }
             Unmanaged<Mailbox>.fromOpaque(ctx).takeUnretainedValue().flush()
+        }
+        cb.on_loop_end = { ctx in
+            guard let ctx else { return }
+            // Balances the passRetained in init.
+            Unmanaged<Mailbox>.fromOpaque(ctx).release()
         }
         cb.on_rewind = { ctx in
             guard let ctx else { return -1 }
