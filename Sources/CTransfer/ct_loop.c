@@ -221,6 +221,7 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
 {
   CURLMcode mc;
+  ct_code rc;
   table_insert(loop, t);
   t->easy = easy_take(loop);
   if(!t->easy) {
@@ -228,8 +229,9 @@ static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
     retire(loop, t);
     return;
   }
-  if(cti_transfer_setup(t) != CT_OK) {
-    cti_transfer_finish_code(t, CT_E_INVALID_REQUEST, "invalid request");
+  rc = cti_transfer_setup(t);
+  if(rc != CT_OK) {
+    cti_transfer_finish_code(t, rc, "invalid request");
     retire(loop, t);
     return;
   }
