@@ -24,7 +24,9 @@
  *    malformed chunked framing. Both are bad response: the server sent
  *    something that is not HTTP, which is not the same as a body cut short
  *    (truncated). With a socket errno (reset...) it is truncated inside the
- *    body and transport before it.
+ *    body and transport before it. Known limit: a TLS peer that closes
+ *    without close_notify inside a chunked body also reports no errno, so
+ *    it counts as bad response there (truncated for other bodies).
  *  - HTTP2_STREAM (a stream reset) inside the body is truncated, before it
  *    transport; HTTP2 (the framing layer) is transport.
  */
@@ -100,7 +102,7 @@ ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st)
   case CURLE_PARTIAL_FILE:
     return CT_E_TRUNCATED;
   case CURLE_RECV_ERROR:
-    if(st && !st->os_errno && (in_head || in_body || st->chunked))
+    if(st && !st->os_errno && (in_head || st->chunked))
       return CT_E_BAD_RESPONSE;   /* libcurl refused what it read */
     return in_body ? CT_E_TRUNCATED : CT_E_TRANSPORT;
   case CURLE_HTTP2_STREAM:
