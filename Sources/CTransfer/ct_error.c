@@ -3,55 +3,198 @@
 
 #include <string.h>
 
-ct_code cti_code_from_curl(CURLcode cc)
+/*
+ * THE classifier: every CURLcode of curl 7.88 mapped deliberately to one
+ * ct_code. Nothing else in the engine, the probe or the Swift layers looks
+ * at a CURLcode number; they keep it for display only.
+ *
+ * A few codes mean different things at different moments of a transfer;
+ * `st` (may be NULL: no transfer state known) says where the failure hit:
+ *
+ *  - UNSUPPORTED_PROTOCOL on an http(s) URL is libcurl refusing the
+ *    server's status line (HTTP/0.9, "HTTP/3.0" over TCP, a non-numeric
+ *    or < 100 status): bad response. On another scheme it is a refused
+ *    redirect (after redirects) or a bad request.
+ *  - URL_MALFORMAT while following a redirect is an unparseable Location:
+ *    bad response. Otherwise our URL was bad: invalid request.
+ *  - OUT_OF_MEMORY while a response head is being read is a header line
+ *    over libcurl's limit (CURL_MAX_HTTP_HEADER): bad response.
+ *  - RECV_ERROR with no socket errno is libcurl refusing bytes it read:
+ *    "Too large response headers" (the whole head over its limit) or
+ *    malformed chunked framing. Both are bad response: the server sent
+ *    something that is not HTTP, which is not the same as a body cut short
+ *    (truncated). With a socket errno (reset...) it is truncated inside the
+ *    body and transport before it. Known limit: a TLS peer that closes
+ *    without close_notify inside a chunked body also reports no errno, so
+ *    it counts as bad response there (truncated for other bodies).
+ *  - HTTP2_STREAM (a stream reset) inside the body is truncated, before it
+ *    transport; HTTP2 (the framing layer) is transport.
+ */
+ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st)
 {
+  int in_body = st && st->in_body;
+  int in_head = st && st->in_head;
+
   switch(cc) {
   case CURLE_OK:
     return CT_OK;
+
+  /* what we asked for cannot be done */
   case CURLE_UNSUPPORTED_PROTOCOL:
-  case CURLE_URL_MALFORMAT:
-  case CURLE_BAD_FUNCTION_ARGUMENT:
+    if(st && st->effective_http)
+      return CT_E_BAD_RESPONSE;
+    if(st && st->redirects > 0)
+      return CT_E_REDIRECT_REFUSED;   /* Location to ftp:, file:, ... */
     return CT_E_INVALID_REQUEST;
+  case CURLE_URL_MALFORMAT:
+    if(st && st->following_redirect)
+      return CT_E_BAD_RESPONSE;       /* the Location does not parse */
+    return CT_E_INVALID_REQUEST;
+  case CURLE_NOT_BUILT_IN:
+  case CURLE_LOGIN_DENIED:
+  case CURLE_UNKNOWN_OPTION:
+  case CURLE_SETOPT_OPTION_SYNTAX:
+  case CURLE_FILESIZE_EXCEEDED:       /* CURLOPT_MAXFILESIZE */
+  case CURLE_REMOTE_ACCESS_DENIED:
+  case CURLE_AUTH_ERROR:
+    return CT_E_INVALID_REQUEST;
+
+  /* a bug of ours, or libcurl misused */
+  case CURLE_FAILED_INIT:
+  case CURLE_BAD_FUNCTION_ARGUMENT:
+  case CURLE_AGAIN:                   /* easy_recv/send only */
+  case CURLE_RECURSIVE_API_CALL:
+  case CURLE_UNRECOVERABLE_POLL:
+    return CT_E_INTERNAL;
+
   case CURLE_COULDNT_RESOLVE_PROXY:
   case CURLE_COULDNT_RESOLVE_HOST:
   case CURLE_COULDNT_CONNECT:
+  case CURLE_INTERFACE_FAILED:
+  case CURLE_PROXY:
     return CT_E_CANNOT_CONNECT;
+
   case CURLE_OPERATION_TIMEDOUT:
     return CT_E_TIMED_OUT;
+
+  /* TLS: handshake, certificates, engines, shutdown */
   case CURLE_SSL_CONNECT_ERROR:
-  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_ENGINE_NOTFOUND:
+  case CURLE_SSL_ENGINE_SETFAILED:
   case CURLE_SSL_CERTPROBLEM:
   case CURLE_SSL_CIPHER:
-  case CURLE_SSL_CACERT_BADFILE:
-  case CURLE_SSL_ISSUER_ERROR:
-  case CURLE_SSL_CRL_BADFILE:
+  case CURLE_PEER_FAILED_VERIFICATION:
   case CURLE_USE_SSL_FAILED:
+  case CURLE_SSL_ENGINE_INITFAILED:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_SHUTDOWN_FAILED:
+  case CURLE_SSL_CRL_BADFILE:
+  case CURLE_SSL_ISSUER_ERROR:
+  case CURLE_SSL_INVALIDCERTSTATUS:
+  case CURLE_SSL_CLIENTCERT:
     return CT_E_TLS;
   case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
     return CT_E_SERVER_TRUST;
+
   case CURLE_TOO_MANY_REDIRECTS:
     return CT_E_TOO_MANY_REDIRECTS;
+
   case CURLE_PARTIAL_FILE:
     return CT_E_TRUNCATED;
+  case CURLE_RECV_ERROR:
+    if(st && !st->os_errno && (in_head || st->chunked))
+      return CT_E_BAD_RESPONSE;   /* libcurl refused what it read */
+    return in_body ? CT_E_TRUNCATED : CT_E_TRANSPORT;
+  case CURLE_HTTP2_STREAM:
+    return in_body ? CT_E_TRUNCATED : CT_E_TRANSPORT;
+  case CURLE_HTTP2:
+  case CURLE_SEND_ERROR:
+  case CURLE_HTTP3:
+  case CURLE_QUIC_CONNECT_ERROR:
+    return CT_E_TRANSPORT;
+
   case CURLE_WEIRD_SERVER_REPLY:
   case CURLE_GOT_NOTHING:
-  case CURLE_HTTP2:
-  case CURLE_HTTP2_STREAM:
   case CURLE_BAD_CONTENT_ENCODING:
   case CURLE_RANGE_ERROR:
+  case CURLE_BAD_DOWNLOAD_RESUME:
+  case CURLE_HTTP_RETURNED_ERROR:     /* FAILONERROR is never set */
     return CT_E_BAD_RESPONSE;
+
   case CURLE_ABORTED_BY_CALLBACK:
     return CT_E_CANCELLED;
   case CURLE_WRITE_ERROR:
     return CT_E_SINK_IO;            /* sys_errno says why */
   case CURLE_READ_ERROR:
   case CURLE_SEND_FAIL_REWIND:
+  case CURLE_FILE_COULDNT_READ_FILE:
+  case CURLE_HTTP_POST_ERROR:         /* a mime part could not be read */
     return CT_E_SOURCE_IO;
   case CURLE_OUT_OF_MEMORY:
+    if(in_head)
+      return CT_E_BAD_RESPONSE;     /* a header line over libcurl's limit */
     return CT_E_NO_MEMORY;
-  default:
+
+  /* protocols we never enable (PROTOCOLS_STR is http,https) */
+  case CURLE_FTP_WEIRD_PASS_REPLY:
+  case CURLE_FTP_ACCEPT_FAILED:
+  case CURLE_FTP_WEIRD_PASV_REPLY:
+  case CURLE_FTP_ACCEPT_TIMEOUT:
+  case CURLE_FTP_WEIRD_227_FORMAT:
+  case CURLE_FTP_CANT_GET_HOST:
+  case CURLE_FTP_COULDNT_SET_TYPE:
+  case CURLE_FTP_COULDNT_RETR_FILE:
+  case CURLE_QUOTE_ERROR:
+  case CURLE_UPLOAD_FAILED:
+  case CURLE_FTP_PORT_FAILED:
+  case CURLE_FTP_COULDNT_USE_REST:
+  case CURLE_LDAP_CANNOT_BIND:
+  case CURLE_LDAP_SEARCH_FAILED:
+  case CURLE_FUNCTION_NOT_FOUND:
+  case CURLE_TFTP_NOTFOUND:
+  case CURLE_TFTP_PERM:
+  case CURLE_REMOTE_DISK_FULL:
+  case CURLE_TFTP_ILLEGAL:
+  case CURLE_TFTP_UNKNOWNID:
+  case CURLE_REMOTE_FILE_EXISTS:
+  case CURLE_TFTP_NOSUCHUSER:
+  case CURLE_REMOTE_FILE_NOT_FOUND:
+  case CURLE_SSH:
+  case CURLE_FTP_PRET_FAILED:
+  case CURLE_RTSP_CSEQ_ERROR:
+  case CURLE_RTSP_SESSION_ERROR:
+  case CURLE_FTP_BAD_FILE_LIST:
+  case CURLE_CHUNK_FAILED:
+  case CURLE_NO_CONNECTION_AVAILABLE:
+  case CURLE_OBSOLETE20:
+  case CURLE_OBSOLETE24:
+  case CURLE_OBSOLETE29:
+  case CURLE_OBSOLETE32:
+  case CURLE_OBSOLETE40:
+  case CURLE_OBSOLETE44:
+  case CURLE_OBSOLETE46:
+  case CURLE_OBSOLETE50:
+  case CURLE_OBSOLETE51:
+  case CURLE_OBSOLETE57:
+  case CURLE_OBSOLETE62:
+  case CURLE_OBSOLETE75:
+  case CURLE_OBSOLETE76:
     return CT_E_TRANSPORT;          /* curl_code keeps the detail */
+
+  case CURL_LAST:
+  default:
+    return CT_E_TRANSPORT;          /* codes added after 7.88 */
   }
+}
+
+ct_code cti_code_from_curl(CURLcode cc)
+{
+  return cti_code_from_curl_state(cc, NULL);
+}
+
+ct_code ct_code_for_curl_code(int32_t curl_code)
+{
+  return cti_code_from_curl_state((CURLcode)curl_code, NULL);
 }
 
 ct_code cti_code_from_multi(CURLMcode mc)
@@ -106,6 +249,7 @@ const char *ct_code_name(ct_code code)
   case CT_E_NOT_FOUND: return "not_found";
   case CT_E_HTTP_STATUS: return "http_status";
   case CT_E_TOO_LARGE: return "too_large";
+  case CT_E_INTERNAL: return "internal";
   }
   return "unknown";
 }

@@ -151,6 +151,7 @@ struct cti_transfer {
   char *etag;
   char *last_modified;
   int head_delivered;
+  int head_open;            /* a status line came, its head did not end */
   int awaiting_disposition;
   int paused_for_disposition;
   int paused_by_user;
@@ -337,6 +338,19 @@ struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id);
 
 /* --- ct_error.c -------------------------------------------------------- */
 
+/* Where a transfer was when libcurl failed it (see ct_error.c). */
+struct cti_failure {
+  int in_head;             /* a status line came, its head did not end */
+  int in_body;             /* the final head was delivered */
+  int following_redirect;  /* the last head was a redirect being followed */
+  int effective_http;      /* the effective URL is http: or https: */
+  int chunked;             /* the response body is chunked */
+  long redirects;          /* redirects followed (CURLINFO_REDIRECT_COUNT) */
+  long os_errno;           /* CURLINFO_OS_ERRNO: 0 when no socket error */
+};
+
+/* The one CURLcode -> ct_code table; `st` may be NULL (no state). */
+ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st);
 ct_code cti_code_from_curl(CURLcode cc);
 ct_code cti_code_from_multi(CURLMcode mc);
 void cti_copy_message(char *dst, size_t cap, const char *src);

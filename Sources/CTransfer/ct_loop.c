@@ -251,6 +251,7 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
 {
   CURLMcode mc;
+  ct_code rc;
   table_insert(loop, t);
   t->easy = easy_take(loop);
   if(!t->easy) {
@@ -258,9 +259,10 @@ static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
     retire(loop, t);
     return;
   }
-  if(cti_transfer_setup(t) != CT_OK) {
+  rc = cti_transfer_setup(t);
+  if(rc != CT_OK) {
     t->easy_clean = 1;          /* never added: curl did not run it */
-    cti_transfer_finish_code(t, CT_E_INVALID_REQUEST, "invalid request");
+    cti_transfer_finish_code(t, rc, "invalid request");
     retire(loop, t);
     return;
   }

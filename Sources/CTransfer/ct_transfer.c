@@ -380,6 +380,7 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
     if(t->hdr)
       t->hdr[0] = 0;       /* no stale line of the previous head */
     t->status = sp ? status_code(sp + 1, len - (size_t)(sp + 1 - data)) : 0;
+    t->head_open = 1;
     t->content_length = -1;
     t->content_range_start = -1;
     t->body_decoded = 0;
@@ -392,6 +393,7 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
   }
   if(len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')) {
     /* End of this head. Deliver it if it is the final response. */
+    t->head_open = 0;
     if(t->status >= 100 && t->status < 200)
       return len;
     if(is_redirect_to_follow(t))
@@ -643,12 +645,13 @@ ct_code cti_transfer_set_trust_marker(struct cti_transfer *t)
 }
 
 #define SETOPT(opt, val) do {                                   \
-    if(curl_easy_setopt(e, opt, val) != CURLE_OK) goto badopt;  \
+    if((sc = curl_easy_setopt(e, opt, val)) != CURLE_OK) goto badopt; \
   } while(0)
 
 ct_code cti_transfer_setup(struct cti_transfer *t)
 {
   CURL *e = t->easy;
+  CURLcode sc = CURLE_OK;
   long httpver;
   int has_body = t->body_kind != CT_BODY_NONE;
   int big_sink = t->sink.kind == CT_SINK_FILE ||
@@ -832,6 +835,10 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     SETOPT(CURLOPT_SSLKEY, t->client_key);
   return CT_OK;
 badopt:
+  if(sc == CURLE_OUT_OF_MEMORY) {
+    set_local_error(t, CT_E_NO_MEMORY, 0, "out of memory setting an option");
+    return CT_E_NO_MEMORY;
+  }
   set_local_error(t, CT_E_INVALID_REQUEST, 0,
                   t->errbuf[0] ? t->errbuf : "libcurl refused an option");
   return CT_E_INVALID_REQUEST;
@@ -902,6 +909,9 @@ static void collect_metrics(struct cti_transfer *t, struct ct_metrics *m)
 
 static ct_code classify(struct cti_transfer *t, CURLcode cc)
 {
+  struct cti_failure st;
+  char *url = NULL;
+
   if(t->local_code != CT_OK)
     return t->local_code;
   if(cc == CURLE_OK)
@@ -916,19 +926,21 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
       return CT_E_TLS;
     }
   }
-  if(cc == CURLE_UNSUPPORTED_PROTOCOL) {
-    long redirects = 0;
-    if(strstr(t->errbuf, "HTTP/0.9"))
-      return CT_E_BAD_RESPONSE;
-    if(t->easy)
-      curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &redirects);
-    if(redirects > 0 || t->status / 100 == 3)
-      return CT_E_REDIRECT_REFUSED;   /* Location to ftp:, file:, ... */
-    return CT_E_INVALID_REQUEST;
+  memset(&st, 0, sizeof(st));
+  st.in_head = t->head_open;
+  st.in_body = t->head_delivered;
+  st.following_redirect = !t->head_open && is_redirect_to_follow(t);
+  st.chunked = t->chunked;
+  if(!t->easy ||
+     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK)
+    url = t->url;
+  st.effective_http = url && (!strncasecmp(url, "http://", 7) ||
+                              !strncasecmp(url, "https://", 8));
+  if(t->easy) {
+    curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &st.redirects);
+    curl_easy_getinfo(t->easy, CURLINFO_OS_ERRNO, &st.os_errno);
   }
-  if(cc == CURLE_RECV_ERROR && t->head_delivered)
-    return CT_E_TRUNCATED;   /* the connection died inside the body */
-  return cti_code_from_curl(cc);
+  return cti_code_from_curl_state(cc, &st);
 }
 
 static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
@@ -1008,7 +1020,7 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
       text = t->verdict.message;
     else if(t->errbuf[0])
       text = t->errbuf;
-    else if(cc != CURLE_OK)
+    else if(cc != CURLE_OK && !text)
       text = curl_easy_strerror(cc);
     cti_copy_message(r.message, sizeof(r.message), text ? text : "");
     if(r.sys_errno && code == CT_E_SINK_IO) {
@@ -1030,7 +1042,13 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
 
 void cti_transfer_finish(struct cti_transfer *t, CURLcode cc)
 {
-  finish(t, classify(t, cc), cc, NULL);
+  ct_code code = classify(t, cc);
+  if(code == CT_E_BAD_RESPONSE && cc == CURLE_OUT_OF_MEMORY) {
+    t->errbuf[0] = 0;   /* libcurl says "Out of memory": it is not */
+    finish(t, code, cc, "a response header line is over libcurl's limit");
+    return;
+  }
+  finish(t, code, cc, NULL);
 }
 
 void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,

@@ -5,10 +5,12 @@
  * ct_tls_internal.h): libcurl's verification off, ours through
  * CURLOPT_SSL_CTX_FUNCTION.
  */
+#include "ct_internal.h"
 #include "ct_tls_internal.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -35,33 +37,25 @@ static size_t discard(char *ptr, size_t size, size_t n, void *arg)
   return size * n;
 }
 
-static ct_code code_for(CURLcode cc, int32_t reason)
+/* The verdict first; the CURLcode goes through the one table. */
+static ct_code code_for(CURL *easy, CURLcode cc, int32_t reason)
 {
+  struct cti_failure st;
+  char *url = NULL;
+
   if(reason == CT_TLS_NO_PIN_MATCHED || reason == CT_TLS_POLICY_INVALID ||
      reason == CT_TLS_REJECTED_BY_DELEGATE)
     return CT_E_SERVER_TRUST;
   if(reason == CT_TLS_CHAIN_INVALID || reason == CT_TLS_HOSTNAME_MISMATCH)
     return CT_E_TLS;
-  switch(cc) {
-  case CURLE_OK:
-    return CT_OK;
-  case CURLE_COULDNT_RESOLVE_HOST:
-  case CURLE_COULDNT_CONNECT:
-    return CT_E_CANNOT_CONNECT;
-  case CURLE_OPERATION_TIMEDOUT:
-    return CT_E_TIMED_OUT;
-  case CURLE_SSL_CONNECT_ERROR:
-  case CURLE_PEER_FAILED_VERIFICATION:
-  case CURLE_SSL_CACERT_BADFILE:
-    return CT_E_TLS;
-  case CURLE_TOO_MANY_REDIRECTS:
-    return CT_E_TOO_MANY_REDIRECTS;
-  case CURLE_URL_MALFORMAT:
-  case CURLE_UNSUPPORTED_PROTOCOL:
-    return CT_E_INVALID_REQUEST;
-  default:
-    return CT_E_TRANSPORT;
-  }
+  memset(&st, 0, sizeof(st));
+  if(curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK &&
+     url)
+    st.effective_http = !strncasecmp(url, "http://", 7) ||
+      !strncasecmp(url, "https://", 8);
+  curl_easy_getinfo(easy, CURLINFO_REDIRECT_COUNT, &st.redirects);
+  curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &st.os_errno);
+  return cti_code_from_curl_state(cc, &st);
 }
 
 ct_code ct_trust_probe(struct ct_trust_policy *policy, const char *url,
@@ -120,7 +114,7 @@ ct_code ct_trust_probe(struct ct_trust_policy *policy, const char *url,
   out->reason = p.verdict.reason;
   out->verify_error = p.verdict.verify_error;
   out->handshakes = p.handshakes;
-  rc = code_for(cc, p.verdict.reason);
+  rc = code_for(easy, cc, p.verdict.reason);
   if(p.verdict.message[0])
     snprintf(out->message, sizeof(out->message), "%s", p.verdict.message);
   else if(cc != CURLE_OK)

@@ -57,23 +57,11 @@ enum ExitStatus: Int32, Sendable, Comparable {
         case .fileError: self = .localFile
         case .checksumMismatch: self = .checksum
         case .cancelled: self = .interrupted
-        case .transport: self = ExitStatus(curlCode: error.curlCode)
+        // The engine's one table (ct_error.c) already sorted every CURLcode
+        // into a code; what is left is a connection that failed mid-exchange
+        // (send/recv errors, HTTP/2 framing): the response is cut short.
+        case .transport: self = .truncated
         default: self = .internalError
-        }
-    }
-
-    /// `transport` errors carry the CURLcode; sort the common ones into classes.
-    private init(curlCode: Int32?) {
-        switch curlCode {
-        case 1, 3, 4, 26, 27: self = .invalidRequest      // protocol, URL, feature, read, memory
-        case 5, 6, 7, 45: self = .cannotConnect           // proxy, host, connect, interface
-        case 28: self = .timedOut
-        case 35, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 98: self = .tls
-        case 90: self = .pinning
-        case 47: self = .redirect
-        case 8, 18, 52, 55, 56, 61, 92, 95: self = .truncated  // weird reply, partial, empty, send/recv, h2
-        case 23: self = .localFile
-        default: self = .truncated
         }
     }
 }

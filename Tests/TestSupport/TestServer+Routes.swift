@@ -22,6 +22,11 @@ import Foundation
 //   /reset/N?seed=S&after=K       announces N bytes, sends K (default N/2), then RST.
 //   /garbage?kind=status|header   an invalid status line (default), or a valid one followed
 //                                 by a header line with control bytes and no colon.
+//   /malformed/K                  a response libcurl must refuse, then close: K is status-word
+//                                 ("HTTP/1.1 abc OK"), status-low (099), http3 ("HTTP/3.0 200"),
+//                                 bad-location (302 to "http://[::1/x"), huge-head (over 300 KiB
+//                                 of header lines), huge-line (one 200 KiB header line),
+//                                 bad-chunk (chunked framing with a non-hex size).
 //   /redirect/N?status=C          N redirects (C, default 302) down to /redirect/0: 200 JSON.
 //   /redirect-loop                302 to itself, forever.
 //   /redirect-to?url=U&status=C   one redirect to U, any scheme (ftp://, file://, ...).
@@ -124,6 +129,10 @@ extension Connection {
             var option = linger(l_onoff: 1, l_linger: 0)
             setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
             throw ConnectionEnd.close
+        case "malformed":
+            guard parts.count == 2, let raw = Self.malformed(parts[1]) else { return try notFound(head) }
+            try sendAll(raw)
+            throw ConnectionEnd.linger
         case "garbage":
             if head.query("kind") == "header" {
                 try sendAll(
@@ -256,6 +265,26 @@ extension Connection {
 
     private func connectionHeaders(_ head: RequestHead) -> [(String, String)] {
         head.keepAlive ? [] : [("Connection", "close")]
+    }
+
+    /// The raw bytes of `/malformed/<kind>`, or nil for an unknown kind.
+    static func malformed(_ kind: String) -> [UInt8]? {
+        let body = "Content-Length: 2\r\n\r\nhi"
+        switch kind {
+        case "status-word": return Array("HTTP/1.1 abc OK\r\n\(body)".utf8)
+        case "status-low": return Array("HTTP/1.1 099 Low\r\n\(body)".utf8)
+        case "http3": return Array("HTTP/3.0 200 OK\r\n\(body)".utf8)
+        case "bad-location":
+            return Array("HTTP/1.1 302 Found\r\nLocation: http://[::1/x\r\nContent-Length: 0\r\n\r\n".utf8)
+        case "huge-head":
+            let line = "X-Filler: " + String(repeating: "a", count: 100) + "\r\n"
+            return Array(("HTTP/1.1 200 OK\r\n" + String(repeating: line, count: 3200) + body).utf8)
+        case "huge-line":
+            return Array(("HTTP/1.1 200 OK\r\nX-Big: " + String(repeating: "a", count: 200_000) + "\r\n" + body).utf8)
+        case "bad-chunk":
+            return Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\nxx\r\n0\r\n\r\n".utf8)
+        default: return nil
+        }
     }
 
     /// After a complete response: keep going, or close politely.

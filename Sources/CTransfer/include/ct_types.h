@@ -46,7 +46,8 @@ typedef enum ct_code {
   CT_E_UNSUPPORTED = 19,      /* libcurl lacks a feature we need */
   CT_E_NOT_FOUND = 20,        /* no transfer with that id */
   CT_E_HTTP_STATUS = 21,      /* used by higher layers only */
-  CT_E_TOO_LARGE = 22         /* body over max_body_size / decode ratio */
+  CT_E_TOO_LARGE = 22,        /* body over max_body_size / decode ratio */
+  CT_E_INTERNAL = 23          /* libcurl misused or refused to start: a bug */
 } ct_code;
 
 /* Why the trust evaluation refused a chain (ct_result.tls_reason). */
@@ -168,6 +169,10 @@ struct ct_callbacks {
 
 /* Release a body handed over in ct_result.body. Accepts NULL. */
 void ct_buffer_free(void *_Nullable body);
+
+/* The class of a CURLcode with no transfer state (the one table of
+ * ct_error.c); for tools that only have the number. */
+ct_code ct_code_for_curl_code(int32_t curl_code);
 
 /* A stable name for a code ("timed_out"), never NULL. */
 const char *_Nonnull ct_code_name(ct_code code);

@@ -24,8 +24,10 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let unacceptableStatusCode = Code("unacceptableStatusCode")
         public static let unacceptableContentType = Code("unacceptableContentType")
         public static let serializationFailed = Code("serializationFailed")
-        /// The body ended before its announced length, or the response was malformed.
+        /// The body ended before its announced length, or the connection died inside it.
         public static let truncatedResponse = Code("truncatedResponse")
+        /// The server sent something that is not HTTP: a refused status line, an
+        /// unparseable `Location`, headers over libcurl's limit, broken chunked framing.
         public static let badResponse = Code("badResponse")
         public static let cancelled = Code("cancelled")
         /// Writing, moving or reading a local file failed (errno in ``systemErrno``).
