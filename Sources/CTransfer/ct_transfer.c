@@ -507,8 +507,8 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
       rc = cti_journal_after_write(t);
     }
     if(rc != CT_OK) {
-      set_local_error(t, rc, t->sink.sys_errno,
-                      "cannot write the response body");
+      set_local_error(t, rc, t->sink.sys_errno, t->sink.failed ?
+                      t->sink.failed : "cannot write the response body");
       return 0;
     }
   }
@@ -961,8 +961,9 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
     }
     if(code == CT_OK) {
       code = cti_sink_commit(&t->sink);
-      if(code != CT_OK)
-        message = "cannot move the download into place";
+      if(code != CT_OK)     /* the step that failed: fsync, rename... */
+        message = t->sink.failed ? t->sink.failed :
+          "cannot move the download into place";
     }
   }
   if(code != CT_OK && t->sink.kind == CT_SINK_FILE)
