@@ -113,6 +113,13 @@ int cti_rate_blocked(struct cti_transfer *t, int dir);
 void cti_rate_consume(struct cti_transfer *t, int dir, size_t len);
 /* The rate timer fired: unpause transfers paused for their rate. */
 void cti_rate_on_timer(struct ct_loop *loop);
+/* Setup: the HTTP version (CURL_HTTP_VERSION_*) to ask for, given the one
+ * the spec leads to: a transfer with a limit of its own is kept off shared
+ * HTTP/2 connections (HTTP/1.1, a connection of its own). */
+long cti_rate_http_version(struct cti_transfer *t, long wanted);
+/* A body chunk of `len` bytes reached the write callback of a limited
+ * transfer: record in its counters how much libcurl held for it. */
+void cti_rate_note_held(struct cti_transfer *t, size_t len);
 
 /* --- ct_transfer.c ----------------------------------------------------- */
 

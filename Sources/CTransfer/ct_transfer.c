@@ -490,6 +490,7 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
   }
   if(t->status >= 300 && t->status < 400 && is_redirect_to_follow(t))
     return len;            /* body of a redirect we follow */
+  cti_rate_note_held(t, len);
   if(cti_rate_blocked(t, CTI_RECV))
     return CURL_WRITEFUNC_PAUSE;   /* redelivered after the rate timer */
   if(over_limits(t, len))
@@ -778,7 +779,7 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     SETOPT(CURLOPT_LOW_SPEED_LIMIT, (long)t->spec.low_speed_limit);
     SETOPT(CURLOPT_LOW_SPEED_TIME, (long)t->spec.low_speed_time_s);
   }
-  /* max_recv_speed / max_send_speed: token buckets in ct_ratelimit.c. */
+  /* max_recv_speed / max_send_speed: ct_ratelimit.c (see HTTP version). */
   if(t->userpwd) {
     SETOPT(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
     SETOPT(CURLOPT_USERPWD, t->userpwd);
@@ -796,13 +797,14 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     httpver = CURL_HTTP_VERSION_2TLS;
     break;
   }
+  httpver = cti_rate_http_version(t, httpver);   /* ct_ratelimit.c */
   SETOPT(CURLOPT_HTTP_VERSION, httpver);
   /* Wait for a connection that may multiplex only where one can: HTTP/2
    * comes from ALPN over TLS. On cleartext HTTP/1.1 PIPEWAIT would make
    * transfers to one host queue behind each other instead of opening
    * their own connections. */
-  if(t->loop->config.multiplex && t->spec.http_version != CT_HTTP_1_1 &&
-     t->spec.http_version != CT_HTTP_1_0 &&
+  if(t->loop->config.multiplex && httpver != CURL_HTTP_VERSION_1_1 &&
+     httpver != CURL_HTTP_VERSION_1_0 &&
      strncasecmp(t->url, "https:", 6) == 0)
     SETOPT(CURLOPT_PIPEWAIT, 1L);
 
