@@ -110,4 +110,31 @@ struct DestinationVanishedTests {
         #expect(!FileManager.default.fileExists(atPath: task.temporaryPath))
         server.openGate("c")
     }
+
+    @Test("a rename that fails at commit is reported as the rename, with its errno")
+    func renameFailureIsNamed() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        // A non-empty directory where the file should go: rename(2) refuses it.
+        let destination = directory.file("out.bin")
+        try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: false)
+        try Data("keep".utf8).write(to: destination.appendingPathComponent("inside"))
+        let done = Completion<DownloadOutcome>()
+        let task = session.downloadTask(with: Request(url: server.url("/bytes/4096?seed=8")), to: destination,
+                                        completionHandler: done.handler)
+
+        task.resume()
+        let outcome = try await done.result()
+
+        let error = try #require(outcome.error)
+        #expect(error.code == .fileError)
+        #expect(error.systemErrno == EISDIR)
+        // Old code: "cannot move the download into place: Is a directory".
+        #expect(error.message.contains("cannot rename the part file"), "\(error.message)")
+        #expect(!FileManager.default.fileExists(atPath: destination.path + ".part"))
+        #expect(FileManager.default.fileExists(atPath: destination.appendingPathComponent("inside").path))
+    }
 }
