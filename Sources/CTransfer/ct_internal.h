@@ -23,6 +23,8 @@
 #define CTI_PREALLOC_FIRST ((int64_t)16 << 20)  /* file, first reservation */
 #define CTI_PREALLOC_MARGIN ((int64_t)256 << 20) /* free space left alone */
 #define CTI_DECODE_RATIO_FLOOR ((int64_t)1 << 20)
+/* The file sink checks that its part file is still linked this often. */
+#define CTI_SINK_LINK_CHECK ((int64_t)16 << 20)
 
 /* --- ct_sink.c --------------------------------------------------------- */
 
@@ -44,7 +46,10 @@ struct cti_sink {
   int64_t durable;      /* bytes [start, durable) written to the fd */
   int64_t start;        /* offset this sink began writing at */
   int sys_errno;
+  const char *failed;   /* what failed, "cannot fsync the part file"... */
   int created;          /* we created the part file */
+  int vanished;         /* the part file was unlinked under us */
+  int64_t checked;      /* offset of the last check that it is linked */
   int64_t prealloc_goal;  /* announced end of file; 0: do not reserve */
   int64_t prealloc_end;   /* blocks reserved (KEEP_SIZE) up to here */
 };
@@ -73,9 +78,16 @@ void cti_sink_reserve_memory(struct cti_sink *sink, int64_t total);
 ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len);
 /* Write buffered bytes out (no fsync). */
 ct_code cti_sink_flush(struct cti_sink *sink);
-/* Success: flush, fsync, rename to path. */
+/* CT_E_SINK_IO (ENOENT, `vanished` set) when the part file was unlinked
+ * under us (its folder removed, say): writes would go to a file nobody
+ * can find. One fstat; callers check at intervals, not per chunk. */
+ct_code cti_sink_check_linked(struct cti_sink *sink);
+/* Success: flush, check the part file is still linked, fsync, close,
+ * rename to path. On failure `failed` names the step, sys_errno why. */
 ct_code cti_sink_commit(struct cti_sink *sink);
-/* Failure: close; remove the part file unless keep (then flush + fsync). */
+/* Failure: close; remove the part file unless keep (then flush + fsync).
+ * A vanished part file is never removed by path (the name may now be
+ * someone else's) and keeps no bytes: `durable` drops to 0. */
 void cti_sink_abandon(struct cti_sink *sink, int keep);
 void cti_sink_free(struct cti_sink *sink);
 
@@ -101,6 +113,13 @@ int cti_rate_blocked(struct cti_transfer *t, int dir);
 void cti_rate_consume(struct cti_transfer *t, int dir, size_t len);
 /* The rate timer fired: unpause transfers paused for their rate. */
 void cti_rate_on_timer(struct ct_loop *loop);
+/* Setup: the HTTP version (CURL_HTTP_VERSION_*) to ask for, given the one
+ * the spec leads to: a transfer with a limit of its own is kept off shared
+ * HTTP/2 connections (HTTP/1.1, a connection of its own). */
+long cti_rate_http_version(struct cti_transfer *t, long wanted);
+/* A body chunk of `len` bytes reached the write callback of a limited
+ * transfer: record in its counters how much libcurl held for it. */
+void cti_rate_note_held(struct cti_transfer *t, size_t len);
 
 /* --- ct_transfer.c ----------------------------------------------------- */
 

@@ -363,8 +363,12 @@ ct_code cti_journal_after_write(struct cti_transfer *t)
     return CT_OK;
   if(pending == j->asked)
     return CT_OK;
-  /* pwrite what is buffered; the sync thread makes it durable. */
+  /* pwrite what is buffered; the sync thread makes it durable. A part
+   * file unlinked under us must not be claimed: check it once per
+   * update (one fstat), before the journal may say so. */
   rc = cti_sink_flush(&t->sink);
+  if(rc == CT_OK)
+    rc = cti_sink_check_linked(&t->sink);
   if(rc != CT_OK)
     return rc;      /* the sink's errno tells why; write_cb reports it */
   if(!j->thread_started) {
@@ -396,8 +400,10 @@ void cti_journal_finish(struct cti_transfer *t, int part_kept)
   if(!j)
     return;
   stop_worker(j);
-  if(!part_kept) {
-    /* Renamed into place or removed: nothing is left to resume. */
+  if(!part_kept || t->sink.vanished) {
+    /* Renamed into place, removed, or unlinked under us (a journal the
+     * sync thread wrote since then claims bytes that are gone): nothing
+     * is left to resume. */
     if(unlink(j->path) == 0 && j->dir_fd >= 0)
       (void)fsync(j->dir_fd);
     return;

@@ -75,6 +75,8 @@ ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
   sink->base = offset;
   sink->durable = offset;
   sink->start = offset;
+  sink->checked = offset;
+  sink->vanished = 0;
   return CT_OK;
 fail:
   if(sink->fd >= 0) {
@@ -85,6 +87,7 @@ fail:
     unlink(sink->part_path);
   sink->created = 0;
   sink->sys_errno = err;
+  sink->failed = "cannot open the part file";
   return CT_E_SINK_IO;
 }
 
@@ -95,8 +98,10 @@ ct_code cti_sink_restart(struct cti_sink *sink)
   sink->buf_len = 0;
   if(ftruncate(sink->fd, 0) != 0) {
     sink->sys_errno = errno;
+    sink->failed = "cannot truncate the part file";
     return CT_E_SINK_IO;
   }
+  sink->checked = 0;
   sink->base = 0;
   sink->durable = 0;
   sink->start = 0;
@@ -187,6 +192,48 @@ static void release_reserved(struct cti_sink *sink)
     (void)ftruncate(sink->fd, st.st_size);
 }
 
+static ct_code failed(struct cti_sink *sink, int err, const char *what)
+{
+  sink->sys_errno = err;
+  sink->failed = what;
+  return CT_E_SINK_IO;
+}
+
+static int unlinked(int fd)
+{
+  struct stat st;
+  return fstat(fd, &st) == 0 && st.st_nlink == 0;
+}
+
+ct_code cti_sink_check_linked(struct cti_sink *sink)
+{
+  struct stat st;
+  if(sink->kind != CT_SINK_FILE || sink->fd < 0)
+    return CT_OK;
+  if(sink->vanished)
+    return failed(sink, ENOENT, "cannot write the part file: it was "
+                  "removed while downloading");
+  sink->checked = sink->base;
+  if(fstat(sink->fd, &st) != 0)
+    return failed(sink, errno, "cannot stat the part file");
+  if(st.st_nlink == 0) {
+    /* Unlinked (its folder removed, say): whatever we write is gone once
+     * the fd closes, so stop now rather than fail at the rename. */
+    sink->vanished = 1;
+    return failed(sink, ENOENT, "cannot write the part file: it was "
+                  "removed while downloading");
+  }
+  return CT_OK;
+}
+
+/* After writing up to `base`: check the part file now and then. */
+static ct_code check_now_and_then(struct cti_sink *sink)
+{
+  if(sink->base - sink->checked < CTI_SINK_LINK_CHECK)
+    return CT_OK;
+  return cti_sink_check_linked(sink);
+}
+
 static ct_code write_all(struct cti_sink *sink, const char *data, size_t len,
                          int64_t offset)
 {
@@ -195,13 +242,10 @@ static ct_code write_all(struct cti_sink *sink, const char *data, size_t len,
     if(n < 0) {
       if(errno == EINTR)
         continue;
-      sink->sys_errno = errno;
-      return CT_E_SINK_IO;
+      return failed(sink, errno, "cannot write the part file");
     }
-    if(n == 0) {
-      sink->sys_errno = ENOSPC;
-      return CT_E_SINK_IO;
-    }
+    if(n == 0)
+      return failed(sink, ENOSPC, "cannot write the part file");
     /* pwrite may write less than asked (signals, quotas): go on. */
     data += n;
     len -= (size_t)n;
@@ -232,7 +276,7 @@ ct_code cti_sink_flush(struct cti_sink *sink)
   sink->base += (int64_t)sink->buf_len;
   sink->durable = sink->base;
   sink->buf_len = 0;
-  return CT_OK;
+  return check_now_and_then(sink);
 }
 
 void cti_sink_reserve_memory(struct cti_sink *sink, int64_t total)
@@ -298,7 +342,7 @@ ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len)
     start_writeback(sink, sink->base, (int64_t)len);
     sink->base += (int64_t)len;
     sink->durable = sink->base;
-    return CT_OK;
+    return check_now_and_then(sink);
   }
   if(!sink->buf) {
     /* Allocated on first need: a plain-HTTP download may never touch it. */
@@ -327,24 +371,22 @@ ct_code cti_sink_commit(struct cti_sink *sink)
   ct_code rc;
   if(sink->kind != CT_SINK_FILE || sink->fd < 0)
     return CT_OK;
+  int fd;
   rc = cti_sink_flush(sink);
+  if(rc == CT_OK)
+    rc = cti_sink_check_linked(sink);
   if(rc != CT_OK)
     return rc;
   release_reserved(sink);
-  if(fsync(sink->fd) != 0) {
-    sink->sys_errno = errno;
-    return CT_E_SINK_IO;
-  }
-  if(close(sink->fd) != 0) {
-    sink->fd = -1;
-    sink->sys_errno = errno;
-    return CT_E_SINK_IO;
-  }
+  if(fsync(sink->fd) != 0)
+    return failed(sink, errno, "cannot fsync the part file");
+  fd = sink->fd;
   sink->fd = -1;
-  if(sink->path && rename(sink->part_path, sink->path) != 0) {
-    sink->sys_errno = errno;
-    return CT_E_SINK_IO;
-  }
+  if(close(fd) != 0)
+    return failed(sink, errno, "cannot close the part file");
+  if(sink->path && rename(sink->part_path, sink->path) != 0)
+    return failed(sink, errno, "cannot rename the part file to the "
+                  "destination");
   return CT_OK;
 }
 
@@ -352,6 +394,18 @@ void cti_sink_abandon(struct cti_sink *sink, int keep)
 {
   if(sink->kind != CT_SINK_FILE)
     return;
+  if(sink->fd >= 0 && !sink->vanished && unlinked(sink->fd))
+    sink->vanished = 1;   /* found now; the failure may be another one */
+  if(sink->vanished) {
+    /* Gone from every folder: it holds nothing anybody can resume, and
+     * its old name may now be someone else's file. */
+    sink->durable = 0;
+    sink->start = 0;
+    if(sink->fd >= 0)
+      close(sink->fd);
+    sink->fd = -1;
+    return;
+  }
   if(sink->fd >= 0) {
     if(keep) {
       /* Only bytes that reached the file count: a failed flush leaves

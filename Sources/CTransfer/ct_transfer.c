@@ -492,6 +492,7 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
   }
   if(t->status >= 300 && t->status < 400 && is_redirect_to_follow(t))
     return len;            /* body of a redirect we follow */
+  cti_rate_note_held(t, len);
   if(cti_rate_blocked(t, CTI_RECV))
     return CURL_WRITEFUNC_PAUSE;   /* redelivered after the rate timer */
   if(over_limits(t, len))
@@ -509,8 +510,8 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
       rc = cti_journal_after_write(t);
     }
     if(rc != CT_OK) {
-      set_local_error(t, rc, t->sink.sys_errno,
-                      "cannot write the response body");
+      set_local_error(t, rc, t->sink.sys_errno, t->sink.failed ?
+                      t->sink.failed : "cannot write the response body");
       return 0;
     }
   }
@@ -781,7 +782,7 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     SETOPT(CURLOPT_LOW_SPEED_LIMIT, (long)t->spec.low_speed_limit);
     SETOPT(CURLOPT_LOW_SPEED_TIME, (long)t->spec.low_speed_time_s);
   }
-  /* max_recv_speed / max_send_speed: token buckets in ct_ratelimit.c. */
+  /* max_recv_speed / max_send_speed: ct_ratelimit.c (see HTTP version). */
   if(t->userpwd) {
     SETOPT(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
     SETOPT(CURLOPT_USERPWD, t->userpwd);
@@ -799,13 +800,14 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     httpver = CURL_HTTP_VERSION_2TLS;
     break;
   }
+  httpver = cti_rate_http_version(t, httpver);   /* ct_ratelimit.c */
   SETOPT(CURLOPT_HTTP_VERSION, httpver);
   /* Wait for a connection that may multiplex only where one can: HTTP/2
    * comes from ALPN over TLS. On cleartext HTTP/1.1 PIPEWAIT would make
    * transfers to one host queue behind each other instead of opening
    * their own connections. */
-  if(t->loop->config.multiplex && t->spec.http_version != CT_HTTP_1_1 &&
-     t->spec.http_version != CT_HTTP_1_0 &&
+  if(t->loop->config.multiplex && httpver != CURL_HTTP_VERSION_1_1 &&
+     httpver != CURL_HTTP_VERSION_1_0 &&
      strncasecmp(t->url, "https:", 6) == 0)
     SETOPT(CURLOPT_PIPEWAIT, 1L);
 
@@ -973,8 +975,9 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
     }
     if(code == CT_OK) {
       code = cti_sink_commit(&t->sink);
-      if(code != CT_OK)
-        message = "cannot move the download into place";
+      if(code != CT_OK)     /* the step that failed: fsync, rename... */
+        message = t->sink.failed ? t->sink.failed :
+          "cannot move the download into place";
     }
   }
   if(code != CT_OK && t->sink.kind == CT_SINK_FILE)

@@ -22,7 +22,10 @@ struct ct_counters {
   int64_t bytes_expected_to_send;      /* -1 unknown */
   int64_t bytes_received;              /* body bytes, incl. resume offset */
   int64_t bytes_expected_to_receive;   /* -1 unknown */
-  int64_t reserved[4];                 /* pads the block to 64 bytes */
+  /* Rate-limited transfers only: the most body bytes libcurl had received
+   * but not yet handed to us (held while a limit paused the transfer). */
+  int64_t peak_held;
+  int64_t reserved[3];                 /* pads the block to 64 bytes */
 };
 
 /* Allocate a zeroed block with both expectations at -1. The caller owns it
@@ -52,6 +55,12 @@ static inline int64_t
 ct_counters_expected_to_receive(const struct ct_counters *_Nonnull c)
 {
   return __atomic_load_n(&c->bytes_expected_to_receive, __ATOMIC_RELAXED);
+}
+
+static inline int64_t
+ct_counters_peak_held(const struct ct_counters *_Nonnull c)
+{
+  return __atomic_load_n(&c->peak_held, __ATOMIC_RELAXED);
 }
 
 #ifdef __cplusplus
