@@ -69,6 +69,7 @@ struct FeatureOptions: Sendable {
             switch output {
             case .file, .remoteName: break
             case .stdout, .discard: throw Failure(.usage, "--resume needs -o, -O or --output-dir")
+            case .device(let path): throw Failure(.usage, "--resume needs a regular file; \(path) is not one")
             }
         }
 

@@ -9,6 +9,26 @@ enum OutputTarget: Sendable, Equatable {
     /// `-O` or several URLs: a sanitised remote name inside the directory.
     case remoteName(directory: String)
     case discard
+    /// `-o PATH` where PATH already exists and is not a regular file (`/dev/null`, a FIFO, a
+    /// terminal): the body is written into it as curl does, never staged beside it or renamed
+    /// over it, and nothing there is ever removed.
+    case device(String)
+
+    /// `-o PATH`, or `.device` when PATH names something other than a regular file.
+    static func path(_ path: String) -> OutputTarget {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG { return .device(path) }
+        return .file(path)
+    }
+
+    /// The body goes somewhere other than a file the run places: it is staged in a
+    /// temporary file (removed at the end) and copied out.
+    var isStreamed: Bool {
+        switch self {
+        case .stdout, .discard, .device: return true
+        case .file, .remoteName: return false
+        }
+    }
 }
 
 /// What `--print` / `-i` put on stdout.
@@ -94,9 +114,9 @@ struct RunPlan: Sendable {
             if path == "-" {
                 output = .stdout
             } else if let directory = options.outputDir, !path.hasPrefix("/") {
-                output = .file((directory as NSString).appendingPathComponent(path))
+                output = .path((directory as NSString).appendingPathComponent(path))
             } else {
-                output = .file(path)
+                output = .path(path)
             }
         } else if options.remoteName || options.outputDir != nil || urls.count > 1 {
             output = .remoteName(directory: options.outputDir ?? ".")

@@ -122,7 +122,7 @@ final class Runner: Sendable {
             // With --resume the staging name must be the same in the next run.
             let stem = plan.features.resume ? Self.stableName(request.url.absoluteString) : "\(getpid())-\(job.index)"
             target = (directory as NSString).appendingPathComponent(".transfer-\(stem).download")
-        case .stdout, .discard:
+        case .stdout, .discard, .device:
             target = NSTemporaryDirectory() + "/transfer-cli-\(getpid())-\(job.index).body"
         }
         let targetURL = URL(fileURLWithPath: target)
@@ -163,13 +163,14 @@ final class Runner: Sendable {
         // A segmented download reports no TaskMetrics: count what reached the file.
         let segmentedBytes: Int64 = segmented == nil ? 0
             : ((try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value ?? 0)
-        if job.output == .stdout || job.output == .discard {
-            unlink(target)
+        if job.output.isStreamed {
+            unlink(target)   // our own temporary file
         } else if failure != nil {
             // Only a body the library already placed can be at `target` (a
             // refused status, a failed check after it); a resumable failure
             // keeps `target.part` and its journal, which this leaves alone.
-            unlink(target)
+            // Never anything but a regular file: the user named the path.
+            Self.removeRegularFile(target)
         }
         display.finish(id: job.index, succeeded: failure == nil)
         if let segmented {
@@ -355,6 +356,19 @@ final class Runner: Sendable {
             if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
             if let memory { return place(memory, at: path) }
             return nil
+        case .device(let path):
+            if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
+            guard plan.print.body else { return nil }
+            let fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC)
+            guard fd >= 0 else { return Failure(.localFile, "cannot open \(path): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            var rc: Int32 = 0
+            if let memory {
+                rc = memory.withUnsafeBytes { Terminal.writeAll(fd, $0) }
+            } else if let downloadedFile {
+                rc = Terminal.copyFile(downloadedFile, to: fd)
+            }
+            return rc == 0 ? nil : Failure(.localFile, "cannot write \(path): \(String(cString: strerror(rc)))")
         case .remoteName(let directory):
             if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
             let name = RemoteName.make(response: response, requestURL: job.request?.url ?? response.url)
@@ -375,6 +389,12 @@ final class Runner: Sendable {
 
     /// Writes `data` to `path.part`, then renames it to `path`; on failure
     /// nothing is left at either name.
+    /// Unlinks `path` only when it is a regular file (never a device, FIFO or directory).
+    static func removeRegularFile(_ path: String) {
+        var info = stat()
+        if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { unlink(path) }
+    }
+
     private func place(_ data: Data, at path: String, replacing: Bool = true) -> Failure? {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {

@@ -69,6 +69,11 @@ enum Terminal {
     /// body in memory). Caller holds the stdout lock (see ``withStdout(_:)``).
     /// Returns 0 or errno.
     static func copyFileToStdoutLocked(_ path: String) -> Int32 {
+        copyFile(path, to: STDOUT_FILENO)
+    }
+
+    /// Copies the file at `path` to `out` in 1 MiB blocks; 0 or an errno.
+    static func copyFile(_ path: String, to out: Int32) -> Int32 {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return errno }
         defer { close(fd) }
@@ -82,7 +87,7 @@ enum Terminal {
                 return errno
             }
             if n == 0 { return 0 }
-            let rc = writeAll(STDOUT_FILENO, UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            let rc = writeAll(out, UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             if rc != 0 { return rc }
         }
     }
