@@ -51,13 +51,16 @@ struct Options: ParsableArguments {
     @Option(name: .customLong("data"), help: "Body: STRING or @FILE (form-encoded or raw).")
     var data: String?
 
+    @Option(name: .customLong("data-binary"), help: "Body sent as is: STRING, @FILE or @- (stdin, streamed).")
+    var dataBinary: String?
+
     @Option(name: .customLong("json"), help: "JSON body: STRING or @FILE.")
     var json: String?
 
     @Option(name: [.customShort("F"), .customLong("form")], help: "Multipart part: name=value or name=@file[;type=mime].")
     var form: [String] = []
 
-    @Option(name: [.customShort("T"), .customLong("upload-file")], help: "Body streamed from FILE.")
+    @Option(name: [.customShort("T"), .customLong("upload-file")], help: "Body streamed from FILE (- for stdin).")
     var uploadFile: String?
 
     @Option(name: .customLong("user"), help: "USER:PASSWORD for Basic authentication.")

@@ -45,6 +45,9 @@ enum RequestBody: Sendable {
     case file(String)
     /// `-F`: each job's request carries its own stream of this form.
     case multipart(MultipartFormData)
+    /// `-T -`, `--data-binary @-`, a FIFO or `/dev/stdin` on a pipe: read
+    /// once, in order, as a chunked upload of unknown length ("-" is stdin).
+    case stream(String)
 
     var isEmpty: Bool {
         if case .none = self { return true }
@@ -145,9 +148,10 @@ struct RunPlan: Sendable {
         }
 
         // Body.
-        let bodySources = [options.data != nil, options.json != nil, !options.form.isEmpty, options.uploadFile != nil]
+        let bodySources = [options.data != nil, options.dataBinary != nil, options.json != nil, !options.form.isEmpty,
+                           options.uploadFile != nil]
         guard bodySources.filter({ $0 }).count <= 1 else {
-            throw Failure(.usage, "--data, --json, --form and --upload-file exclude each other")
+            throw Failure(.usage, "--data, --data-binary, --json, --form and --upload-file exclude each other")
         }
         var body = RequestBody.none
         func setDefault(_ name: String, _ value: String) {
@@ -155,6 +159,10 @@ struct RunPlan: Sendable {
         }
         if let data = options.data {
             body = try Self.bodyValue(data, flag: "--data")
+            setDefault("Content-Type", "application/x-www-form-urlencoded")
+        } else if let binary = options.dataBinary {
+            // curl's meaning: the bytes as they are; @- and pipes are streamed.
+            body = try Self.binaryBodyValue(binary)
             setDefault("Content-Type", "application/x-www-form-urlencoded")
         } else if let json = options.json {
             body = try Self.bodyValue(json, flag: "--json")
@@ -185,10 +193,14 @@ struct RunPlan: Sendable {
             }
             body = .multipart(form)
         } else if let file = options.uploadFile {
-            guard FileManager.default.isReadableFile(atPath: file) else {
-                throw Failure(.invalidRequest, "cannot read --upload-file \(file)")
+            if file == "-" {
+                body = .stream("-")
+            } else {
+                guard FileManager.default.isReadableFile(atPath: file) else {
+                    throw Failure(.invalidRequest, "cannot read --upload-file \(file)")
+                }
+                body = Self.isRegularFile(file) ? .file(file) : .stream(file)
             }
-            body = .file(file)
         }
         // A body on get/head turns it into POST (PUT for -T), as curl does; -X wins.
         var finalMethod = method
@@ -322,6 +334,25 @@ struct RunPlan: Sendable {
             throw Failure(.invalidRequest, "cannot read \(flag) file \(path)")
         }
         return .file(path)
+    }
+
+    /// `--data-binary`: `STRING`, `@FILE` or `@-`, sent without any change.
+    private static func binaryBodyValue(_ value: String) throws(Failure) -> RequestBody {
+        guard value.hasPrefix("@") else { return .data(Data(value.utf8)) }
+        let path = String(value.dropFirst())
+        if path == "-" { return .stream("-") }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw Failure(.invalidRequest, "cannot read --data-binary file \(path)")
+        }
+        return isRegularFile(path) ? .file(path) : .stream(path)
+    }
+
+    /// Whether `path` (after symlinks) is a regular file, which can be sent
+    /// with a known length and read again; pipes, FIFOs and devices cannot.
+    static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return true }   // let the open report it
+        return (info.st_mode & S_IFMT) == S_IFREG
     }
 
     func accepts(_ status: Int) -> Bool { acceptStatus.contains { $0.contains(status) } }

@@ -246,6 +246,14 @@ final class Runner: Sendable {
                 task = session.uploadTask(with: request, fromFile: URL(fileURLWithPath: path), completionHandler: handler)
             case .multipart:
                 task = session.uploadTask(withStreamedRequest: request, completionHandler: handler)
+            case .stream(let path):
+                // Read once: a redirect that needs the body again fails clearly.
+                var streamed = request
+                let once = OneShot()
+                streamed.body = .stream(BodyStreamProvider {
+                    once.take() ? DescriptorInputStream(path: path) : nil
+                }, length: nil)
+                task = session.uploadTask(withStreamedRequest: streamed, completionHandler: handler)
             }
             box.task = task
             start(task, job: job, direction: plan.body.isEmpty ? .download : .upload)
