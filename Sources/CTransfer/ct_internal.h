@@ -196,6 +196,7 @@ struct cti_transfer {
   char errbuf[CURL_ERROR_SIZE];
   struct cti_tls_verdict verdict;
   uint64_t trust_generation;      /* of the CAINFO marker now set */
+  struct curl_slist *resolve;     /* CURLOPT_RESOLVE entries */
 };
 
 ct_code cti_transfer_create(struct ct_loop *loop,

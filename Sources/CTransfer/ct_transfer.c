@@ -85,6 +85,11 @@ ct_code cti_transfer_create(struct ct_loop *loop,
     return CT_E_INVALID_ARGUMENT;
   if(spec->expected_sha256 && (spec->range_end >= 0 || spec->range_start > 0))
     return CT_E_INVALID_ARGUMENT;
+  for(i = 0; i < spec->resolve_count; i++) {
+    const char *r = spec->resolve ? spec->resolve[i] : NULL;
+    if(!r || has_crlf(r) || !strchr(r, ':'))
+      return CT_E_INVALID_REQUEST;
+  }
 
   t = calloc(1, sizeof(*t));
   if(!t)
@@ -118,6 +123,7 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->spec.counters = NULL;
   t->spec.journal_path = NULL;
   t->spec.expected_sha256 = NULL;
+  t->spec.resolve = NULL;
   if(cti_journal_create(t, spec) != CT_OK ||
      cti_checksum_create(t, spec->expected_sha256) != CT_OK)
     goto nomem;
@@ -134,6 +140,12 @@ ct_code cti_transfer_create(struct ct_loop *loop,
     if(!n)
       goto nomem;
     *list = n;
+  }
+  for(i = 0; i < spec->resolve_count; i++) {
+    struct curl_slist *n = curl_slist_append(t->resolve, spec->resolve[i]);
+    if(!n)
+      goto nomem;
+    t->resolve = n;
   }
 
   t->body_kind = spec->body_kind;
@@ -679,6 +691,8 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   }
   if(t->headers)
     SETOPT(CURLOPT_HTTPHEADER, t->headers);
+  if(t->resolve)
+    SETOPT(CURLOPT_RESOLVE, t->resolve);
   if(t->proxy_headers) {
     SETOPT(CURLOPT_PROXYHEADER, t->proxy_headers);
     SETOPT(CURLOPT_HEADEROPT, (long)CURLHEADER_SEPARATE);
@@ -1073,6 +1087,7 @@ void cti_transfer_free(struct cti_transfer *t)
     close(t->body_fd);
   curl_slist_free_all(t->headers);
   curl_slist_free_all(t->proxy_headers);
+  curl_slist_free_all(t->resolve);
   cti_sink_free(&t->sink);
   free(t->url);
   free(t->method);

@@ -99,6 +99,9 @@ struct Options: ParsableArguments {
 
     // MARK: Server trust
 
+    @Option(name: .customLong("resolve"), help: "HOST:PORT:ADDR[,ADDR] - connect there for HOST:PORT (repeatable).")
+    var resolve: [String] = []
+
     @Option(name: .customLong("cacert"), help: "Trust anchors (PEM) instead of the system store.")
     var cacert: String?
 

@@ -4,6 +4,31 @@ import Transfer
 /// Small parsers for option values; each returns nil on bad input so the
 /// caller can report a usage error naming the flag.
 enum Parse {
+    /// curl's `--resolve` entry: `HOST:PORT:ADDR[,ADDR...]`, a non-empty host
+    /// name without colons, a port 1-65535, and IPv4 or `[IPv6]` addresses.
+    static func isResolveEntry(_ entry: String) -> Bool {
+        guard let firstColon = entry.firstIndex(of: ":") else { return false }
+        let host = entry[..<firstColon]
+        let rest = entry[entry.index(after: firstColon)...]
+        guard let secondColon = rest.firstIndex(of: ":") else { return false }
+        let port = rest[..<secondColon]
+        let addresses = rest[rest.index(after: secondColon)...]
+        guard !host.isEmpty, host.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "," }),
+              port.count <= 5, port.allSatisfy(\.isASCII), let number = Int(port), (1...65535).contains(number),
+              !addresses.isEmpty
+        else { return false }
+        return addresses.split(separator: ",", omittingEmptySubsequences: false).allSatisfy { address in
+            var text = String(address)
+            var family = AF_INET
+            if text.hasPrefix("[") && text.hasSuffix("]") && text.count > 2 {
+                text = String(text.dropFirst().dropLast())
+                family = AF_INET6
+            }
+            var storage = in6_addr()
+            return inet_pton(family, text, &storage) == 1
+        }
+    }
+
     /// "2M", "500k", "1.5G", "1000" → bytes per second (K = 1024, as curl).
     static func rate(_ text: String) -> Int64? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)

@@ -271,6 +271,13 @@ struct RunPlan: Sendable {
         if options.http11 { configuration.httpVersion = .http1_1 }
         if options.http2 { configuration.httpVersion = .http2 }
 
+        for entry in options.resolve {
+            guard Parse.isResolveEntry(entry) else {
+                throw Failure(.usage, "--resolve: expected HOST:PORT:ADDR[,ADDR...], got \(entry.debugDescription)")
+            }
+        }
+        configuration.resolve = options.resolve
+
         // Trust.
         if let cacert = options.cacert {
             guard FileManager.default.isReadableFile(atPath: cacert) else {

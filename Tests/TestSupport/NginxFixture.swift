@@ -114,13 +114,22 @@ public final class NginxFixture: Sendable {
     /// cannot bind one because another process took it in between.
     ///
     /// - Throws: `NginxUnavailable` or `TestSupportError`.
-    public static func start() throws -> NginxFixture {
+    /// - Parameter serverCertificate: PEM files (chain: leaf first, and key) that
+    ///   replace the generated server certificate on every TLS listener.
+    public static func start(serverCertificate: (chain: String, key: String)? = nil) throws -> NginxFixture {
         guard isInstalled else { throw NginxUnavailable(reason: "\(nginxPath) not found") }
         installExitHandler()
         let directory = try TemporaryDirectory(prefix: "transfer-nginx")
         let tls = try Command.run("/bin/sh", [scriptsDirectory + "/gen-tls.sh", directory.path + "/tls"])
         guard tls.status == 0 else {
             throw TestSupportError("gen-tls.sh failed (\(tls.status)): \(tls.stderrText)")
+        }
+        if let serverCertificate {
+            for (source, target) in [(serverCertificate.chain, "chain.pem"), (serverCertificate.key, "server.key")] {
+                let path = directory.path + "/tls/" + target
+                try? FileManager.default.removeItem(atPath: path)
+                try FileManager.default.copyItem(atPath: source, toPath: path)
+            }
         }
         var lastError = TestSupportError("nginx did not start")
         for _ in 0..<8 {

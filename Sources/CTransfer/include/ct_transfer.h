@@ -133,6 +133,13 @@ struct ct_transfer_spec {
    * (or keeps it, trimmed to the bytes written, with KEEP_PARTIAL). */
   int64_t max_body_size;
   int64_t max_decode_ratio;
+  /* curl's --resolve (CURLOPT_RESOLVE): "HOST:PORT:ADDR[,ADDR...]"
+   * entries, copied, that pin a host name and port to addresses without
+   * asking DNS; TLS still verifies HOST. They enter the loop's shared DNS
+   * cache, so give every transfer of a loop the same list (a session
+   * setting). A bad entry fails the transfer with CT_E_INVALID_REQUEST. */
+  const char *_Nullable const *_Nullable resolve;
+  size_t resolve_count;
 };
 
 #define CT_DEFAULT_DECODE_RATIO 100

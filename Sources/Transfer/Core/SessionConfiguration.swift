@@ -49,6 +49,12 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// reaches 5-50:1, a deflate bomb 158:1 to 1030:1 (Apache POI refuses
     /// zip entries past 100:1 too). 0: no limit.
     public var maximumDecompressionRatio: Int64 = 100
+    /// Name overrides with the meaning of curl's `--resolve`: entries
+    /// `"HOST:PORT:ADDR[,ADDR...]"` send connections for HOST on PORT to ADDR
+    /// without asking DNS (IPv6 addresses in brackets). TLS still checks the
+    /// certificate against HOST. Every transfer of the session uses them; a
+    /// malformed entry fails the task with ``TransferError/Code/invalidRequest``.
+    public var resolve: [String] = []
 
     public init() {}
 

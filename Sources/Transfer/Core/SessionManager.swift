@@ -499,6 +499,10 @@ public final class SessionManager: Sendable {
         }
         spec.client_cert = UnsafePointer(strings.make(configuration.clientCertificatePath))
         spec.client_key = UnsafePointer(strings.make(configuration.clientKeyPath))
+        if !configuration.resolve.isEmpty {
+            spec.resolve = UnsafePointer(strings.makeArray(configuration.resolve))
+            spec.resolve_count = configuration.resolve.count
+        }
     }
 
     // MARK: - Events from tasks (delegate queue unless noted)
