@@ -26,8 +26,11 @@ public enum Command {
     /// - Throws: `TestSupportError` when it cannot be started or exceeds `timeout`.
     public static func run(
         _ executable: String, _ arguments: [String], environment: [String: String] = [:],
-        timeout: Duration = .seconds(120)
+        stdin input: Data? = nil, timeout: Duration = .seconds(120)
     ) throws -> Output {
+        // With `input`: written to the child's stdin through a close-on-exec pipe, then closed.
+        let stdinPipe = try input.map { _ in try Spawn.pipe() }
+        defer { if let stdinPipe { close(stdinPipe.read) } }
         let out = try Spawn.pipe()
         let err: (read: Int32, write: Int32)
         do {
@@ -40,14 +43,28 @@ public enum Command {
         let pid: pid_t
         do {
             pid = try Spawn.start(
-                executable, arguments, environment: environment, stdout: .descriptor(out.write),
+                executable, arguments, environment: environment,
+                stdin: stdinPipe.map { .descriptor($0.read) } ?? .null, stdout: .descriptor(out.write),
                 stderr: .descriptor(err.write))
         } catch {
             [out.read, out.write, err.read, err.write].forEach { close($0) }
+            if let stdinPipe { close(stdinPipe.write) }
             throw error
         }
         close(out.write)
         close(err.write)
+        if let stdinPipe, let input {
+            let fd = stdinPipe.write
+            Thread.detachNewThread {
+                // A child that exits early gives EPIPE here, not a SIGPIPE for the test process.
+                var block = sigset_t()
+                sigemptyset(&block)
+                sigaddset(&block, SIGPIPE)
+                pthread_sigmask(SIG_BLOCK, &block, nil)
+                writeAll(fd, input)
+                close(fd)
+            }
+        }
 
         // Both pipes are drained on their own threads so a chatty child never blocks on a full
         // pipe, and a child that hangs still meets the timeout below.
@@ -81,6 +98,18 @@ public enum Command {
         _ = readers.wait(timeout: .now() + 5)
         let (stdout, stderr) = collected.withLock { $0 }
         return Output(status: Spawn.exitCode(status ?? 0), stdout: stdout, stderr: stderr)
+    }
+
+    private static func writeAll(_ fd: Int32, _ data: Data) {
+        data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
     }
 
     private static func readAll(_ fd: Int32) -> Data {

@@ -2,65 +2,14 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Runs `transfer arguments...` with `input` written to its standard input
-/// through a pipe (then closed) by a thread of the test; stdout and stderr are
-/// collected until end of file.
-func runCLI(_ arguments: [String], stdin input: Data, timeout: Duration = .seconds(60)) async throws
-    -> PipedRun
-{
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try CLI.binary())
-    process.arguments = arguments
-    let stdinPipe = Pipe()
-    let stdoutPipe = Pipe()
-    let stderrPipe = Pipe()
-    process.standardInput = stdinPipe
-    process.standardOutput = stdoutPipe
-    process.standardError = stderrPipe
-    let exited = Locked(false)
-    process.terminationHandler = { _ in exited.withLock { $0 = true } }
-    try process.run()
-    let collected = Locked<(out: Data?, err: Data?)>((nil, nil))
-    let writer = stdinPipe.fileHandleForWriting
-    Thread.detachNewThread {
-        // The child may exit early (a usage error): EPIPE then, not SIGPIPE.
-        signal(SIGPIPE, SIG_IGN)
-        try? writer.write(contentsOf: input)
-        try? writer.close()
-    }
-    for (handle, isOut) in [(stdoutPipe.fileHandleForReading, true), (stderrPipe.fileHandleForReading, false)] {
-        Thread.detachNewThread {
-            let data = handle.readDataToEndOfFile()
-            collected.withLock { isOut ? ($0.out = data) : ($0.err = data) }
-        }
-    }
-    let done = await Wait.poll(timeout: timeout) {
-        exited.withLock { $0 } && collected.withLock { $0.out != nil && $0.err != nil }
-    }
-    guard done else {
-        process.terminate()
-        throw PipedRun.TimedOut(arguments: arguments)
-    }
-    let (out, err) = collected.withLock { $0 }
-    return PipedRun(status: process.terminationStatus, stdout: out ?? Data(), stderr: err ?? Data())
-}
-
-/// What a `transfer` run with a piped standard input gave.
-struct PipedRun {
-    struct TimedOut: Error { var arguments: [String] }
-    var status: Int32
-    var stdout: Data
-    var stderr: Data
-    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-    var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+/// Runs `transfer arguments...` with `input` written to its standard input through a
+/// close-on-exec pipe (then closed), so no other child of the test process holds it open.
+func runCLI(_ arguments: [String], stdin input: Data) throws -> Command.Output {
+    try Command.run(try CLI.binary(), arguments, stdin: input)
 }
 
 /// The `/upload` route's JSON on stdout: body length and SHA-256 as the server saw them.
 func uploadReceipt(_ output: Command.Output) -> (length: Int, sha256: String)? {
-    uploadReceipt(output.stdout)
-}
-
-func uploadReceipt(_ output: PipedRun) -> (length: Int, sha256: String)? {
     uploadReceipt(output.stdout)
 }
 
@@ -74,12 +23,12 @@ func uploadReceipt(_ stdout: Data) -> (length: Int, sha256: String)? {
 @Suite("transfer command: bodies from standard input and pipes")
 struct CLIStdinTests {
     @Test("-T - sends standard input as a chunked upload of unknown length, intact")
-    func uploadFileDash() async throws {
-        let server = try await TestServer.start()
+    func uploadFileDash() throws {
+        let server = try TestServer.start()
         defer { server.stop() }
         let body = TestServer.bytes(seed: 71, count: (3 << 20) + 5)
 
-        let output = try await runCLI(["put", "-s", "-T", "-", server.url("/upload").absoluteString], stdin: body)
+        let output = try runCLI(["put", "-s", "-T", "-", server.url("/upload").absoluteString], stdin: body)
 
         #expect(output.status == 0, "\(output.stderrText)")
         let receipt = try #require(uploadReceipt(output), "\(output.stdoutText) \(output.stderrText)")
@@ -92,14 +41,14 @@ struct CLIStdinTests {
     }
 
     @Test("--data-binary @- sends standard input unchanged: newlines and CRs are kept")
-    func dataBinaryStdin() async throws {
-        let server = try await TestServer.start()
+    func dataBinaryStdin() throws {
+        let server = try TestServer.start()
         defer { server.stop() }
         var body = Data("line one\r\nline two\n\n".utf8)
         body.append(TestServer.bytes(seed: 72, count: 200_000))
         body.append(Data("\nlast\n".utf8))
 
-        let output = try await runCLI(["post", "-s", "--data-binary", "@-", server.url("/upload").absoluteString],
+        let output = try runCLI(["post", "-s", "--data-binary", "@-", server.url("/upload").absoluteString],
                                       stdin: body)
 
         #expect(output.status == 0, "\(output.stderrText)")
@@ -129,12 +78,12 @@ struct CLIStdinTests {
     }
 
     @Test("-T /dev/stdin on a pipe streams it instead of failing with 'Illegal seek'")
-    func uploadDevStdin() async throws {
-        let server = try await TestServer.start()
+    func uploadDevStdin() throws {
+        let server = try TestServer.start()
         defer { server.stop() }
         let body = TestServer.bytes(seed: 74, count: 1 << 20)
 
-        let output = try await runCLI(["put", "-s", "-T", "/dev/stdin", server.url("/upload").absoluteString],
+        let output = try runCLI(["put", "-s", "-T", "/dev/stdin", server.url("/upload").absoluteString],
                                       stdin: body)
 
         #expect(output.status == 0, "\(output.stderrText)")
@@ -144,21 +93,31 @@ struct CLIStdinTests {
     }
 
     @Test("-T FIFO streams what a writer puts into the FIFO")
-    func uploadFIFO() async throws {
-        let server = try await TestServer.start()
+    func uploadFIFO() throws {
+        let server = try TestServer.start()
         defer { server.stop() }
         let directory = try TemporaryDirectory()
         let fifo = directory.file("body.fifo").path
         #expect(mkfifo(fifo, 0o600) == 0)
         let body = TestServer.bytes(seed: 75, count: 2 << 20)
         Thread.detachNewThread {
-            // Blocks until the CLI opens the FIFO for reading.
-            guard let handle = FileHandle(forWritingAtPath: fifo) else { return }
-            try? handle.write(contentsOf: body)
-            try? handle.close()
+            // Blocks until the CLI opens the FIFO for reading; close-on-exec, so
+            // that no other child of the test process keeps the FIFO open.
+            let fd = open(fifo, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { return }
+            body.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { break }
+                    offset += n
+                }
+            }
+            close(fd)
         }
 
-        let output = try await runCLI(["put", "-s", "-T", fifo, server.url("/upload").absoluteString], stdin: Data())
+        let output = try runCLI(["put", "-s", "-T", fifo, server.url("/upload").absoluteString], stdin: Data())
 
         #expect(output.status == 0, "\(output.stderrText)")
         let receipt = try #require(uploadReceipt(output), "\(output.stdoutText) \(output.stderrText)")
@@ -167,12 +126,12 @@ struct CLIStdinTests {
     }
 
     @Test("a 307 that needs standard input again fails clearly instead of sending a partial body")
-    func stdinCannotBeSentTwice() async throws {
-        let server = try await TestServer.start()
+    func stdinCannotBeSentTwice() throws {
+        let server = try TestServer.start()
         defer { server.stop() }
         let body = TestServer.bytes(seed: 76, count: 256 << 10)
 
-        let output = try await runCLI(
+        let output = try runCLI(
             ["put", "-s", "-T", "-", server.url("/redirect-to?url=/upload&status=307").absoluteString], stdin: body)
 
         #expect(output.status != 0)
