@@ -593,6 +593,10 @@ static int seek_cb(void *userp, curl_off_t offset, int origin)
       t->body_pos = 0;
       return CURL_SEEKFUNC_OK;
     }
+    /* curl only says "seek callback returned error"; say what it means */
+    set_local_error(t, CT_E_SOURCE_IO, 0, "the request body is a stream that "
+                    "cannot be read again, and a redirect or an "
+                    "authentication retry needs to send the body again");
   }
   return CURL_SEEKFUNC_CANTSEEK;
 }
