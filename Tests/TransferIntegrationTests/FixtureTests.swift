@@ -503,7 +503,17 @@ struct NginxFixtureTests {
         let nginx = try NginxFixture.start()
         defer { nginx.stop() }
         let file = try nginx.ensureFile(size: 1024)
-        let before = try nginx.status()
+        // The fixture's readiness probes (a bare connect to each listener) may still sit in
+        // nginx's backlog: take the baseline once two status reads in a row differ by the
+        // status fetch alone, so every later accept is this test's.
+        var before = try nginx.status()
+        var settled = false
+        for _ in 0..<50 where !settled {
+            let next = try nginx.status()
+            settled = next.accepts - before.accepts == 1
+            before = next
+        }
+        #expect(settled, "nginx kept accepting connections nobody in this test made")
 
         _ = try curl([
             "-o", "/dev/null", "-o", "/dev/null", nginx.url(.http, file.path).absoluteString,
