@@ -34,24 +34,9 @@ private final class SilentListener {
     let port: UInt16
 
     init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TestSupportError("socket: errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Bool in
-                bind(descriptor, sa, length) == 0 && listen(descriptor, 128) == 0
-                    && getsockname(descriptor, sa, &length) == 0
-            }
-        }
-        guard bound else {
-            close(descriptor)
-            throw TestSupportError("bind/listen on 127.0.0.1: errno \(errno)")
-        }
-        fd = descriptor
-        port = UInt16(bigEndian: address.sin_port)
+        let listener = try LoopbackListener.open(backlog: 128)
+        fd = listener.fd
+        port = listener.port
     }
 
     deinit { close(fd) }

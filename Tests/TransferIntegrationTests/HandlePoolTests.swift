@@ -213,28 +213,13 @@ private final class AcceptingListener: Sendable {
     private let accepted = Accepted()
 
     init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TestSupportError("socket: errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Bool in
-                bind(descriptor, sa, length) == 0 && listen(descriptor, 16) == 0
-                    && getsockname(descriptor, sa, &length) == 0
-            }
-        }
-        guard bound else {
-            close(descriptor)
-            throw TestSupportError("bind/listen on 127.0.0.1: errno \(errno)")
-        }
-        fd = descriptor
-        port = UInt16(bigEndian: address.sin_port)
+        let listener = try LoopbackListener.open(backlog: 16)
+        fd = listener.fd
+        port = listener.port
         let accepted = self.accepted
         Thread {
             while true {
-                let client = accept(descriptor, nil, nil)
+                let client = accept(listener.fd, nil, nil)
                 if client < 0 {
                     if errno == EINTR { continue }
                     return                       // the listener was shut down
