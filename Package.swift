@@ -46,6 +46,8 @@ let package = Package(
         .testTarget(
             name: "TransferIntegrationTests",
             dependencies: ["Transfer", "TestSupport", "reachability-probe", "transfer-crashtest"]),
+        // Proves the test fixtures themselves (servers, nginx, certificates), not the library.
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer"]),
         // Runs the built `transfer` binary (the dependency makes `swift test` build it first).
         .testTarget(name: "TransferCLITests", dependencies: ["TestSupport", "TransferCLI"]),

@@ -87,9 +87,10 @@ public enum Command {
             if status == nil {
                 if clock.now >= deadline {
                     kill(pid, SIGKILL)
-                    _ = Wait.poll(timeout: .seconds(5)) { Spawn.reap(pid) != nil }
+                    let reaped = Wait.poll(timeout: .seconds(5)) { Spawn.reap(pid) != nil }
                     throw TestSupportError(
-                        "\(executable) \(arguments.joined(separator: " ")) timed out after \(timeout)")
+                        "\(executable) \(arguments.joined(separator: " ")) timed out after \(timeout)"
+                            + (reaped ? "" : "; it survived SIGKILL for 5 s"))
                 }
                 _ = poll(nil, 0, 2)
             }

@@ -205,7 +205,10 @@ public final class NginxFixture: Sendable {
             if ports.allSatisfy({ canConnect(port: $0) }) { break }
             if clock.now >= deadline {
                 close(fds[1])
-                _ = Wait.poll(timeout: .seconds(5)) { exited() }
+                if !Wait.poll(timeout: .seconds(5), { exited() }) {
+                    kill(wrapper, SIGKILL)
+                    _ = Spawn.reap(wrapper)
+                }
                 throw TestSupportError("nginx did not listen within 20 s")
             }
             Thread.sleep(forTimeInterval: 0.005)
@@ -236,7 +239,15 @@ public final class NginxFixture: Sendable {
         if masterPID > 0 {
             kill(masterPID, SIGTERM)
         }
-        _ = Wait.poll(timeout: .seconds(10)) { !isRunning && Spawn.reap(wrapperPID) != nil }
+        if !Wait.poll(timeout: .seconds(10), { !isRunning && Spawn.reap(wrapperPID) != nil }) {
+            // A master that ignored SIGTERM for 10 s is killed, so that no test run leaves
+            // an nginx behind; its directory goes either way.
+            if masterPID > 0 { kill(masterPID, SIGKILL) }
+            kill(wrapperPID, SIGKILL)
+            if !Wait.poll(timeout: .seconds(5), { !isRunning && Spawn.reap(wrapperPID) != nil }) {
+                FileHandle.standardError.write(Data("nginx fixture: pid \(masterPID) survived SIGKILL\n".utf8))
+            }
+        }
         ownedDirectory.remove()
     }
 

@@ -107,8 +107,7 @@ public final class TestServer: Sendable {
     /// Waits until `openConnections == count` or `timeout` passes.
     ///
     /// - Returns: Whether the count was reached.
-    @discardableResult
-    public func waitForOpenConnections(_ count: Int, timeout: Duration = .seconds(5)) -> Bool {
+        public func waitForOpenConnections(_ count: Int, timeout: Duration = .seconds(5)) -> Bool {
         Wait.poll(timeout: timeout) { openConnections == count }
     }
 

@@ -18,7 +18,6 @@ public enum Wait {
     /// variant is chosen even for a synchronous condition: a test that blocked a thread of
     /// the small shared pool could starve the callbacks of tests running beside it.
     @_disfavoredOverload
-    @discardableResult
     public static func poll(
         timeout: Duration = .seconds(5), interval: Duration = .milliseconds(5),
         _ condition: () throws -> Bool
@@ -33,7 +32,6 @@ public enum Wait {
     }
 
     /// Async variant of `poll`, sleeping the task (not the thread) between checks.
-    @discardableResult
     public static func poll(
         timeout: Duration = .seconds(5), interval: Duration = .milliseconds(5),
         _ condition: () async throws -> Bool

@@ -42,9 +42,10 @@ struct SecurityChallengeTests {
         let nginx = try self.nginx
         let session = try makeSession { $0.caFile = nginx.caFile }
         defer { session.invalidateAndCancel() }
-        let url = nginx.url(.https, "/")
-        let (_, ok) = try await session.data(for: fresh(url))
-        #expect(ok.statusCode < 500)   // the valid default policy trusts the fixture's CA
+        let url = nginx.url(.https, try nginx.ensureFile(size: 1024, seed: 41).path)
+        let (body, ok) = try await session.data(for: fresh(url))
+        #expect(ok.statusCode == 200)
+        #expect(body.count == 1024)   // the valid default policy trusts the fixture's CA
 
         if viaProperty {
             session.securityPolicy = invalidPolicy
@@ -62,8 +63,9 @@ struct SecurityChallengeTests {
         }
         // A valid policy opens the session again.
         try session.setSecurityPolicy(.defaultPolicy)
-        let (_, again) = try await session.data(for: fresh(url))
-        #expect(again.statusCode < 500)
+        let (bodyAgain, again) = try await session.data(for: fresh(url))
+        #expect(again.statusCode == 200)
+        #expect(bodyAgain.count == 1024)
     }
 
     @Test("a 401-style hook answering every challenge with a password does not make an untrusted server acceptable")
@@ -99,9 +101,10 @@ struct SecurityChallengeTests {
             return .useCredential(.serverTrust(trust))
         }
 
-        let (_, response) = try await session.data(for: fresh(nginx.url(.http2, "/")))
+        let (body, response) = try await session.data(for: fresh(nginx.url(.http2, try nginx.ensureFile(size: 1024, seed: 42).path)))
 
-        #expect(response.statusCode < 500)
+        #expect(response.statusCode == 200)
+        #expect(body.count == 1024)
         #expect(ports.withLock { $0.first } == Int(nginx.http2Port))
 
         // A trust credential for other certificates (here: the leaf alone, not
