@@ -349,6 +349,13 @@ NotificationCenter.default.removeObserver(token)
 }
 
 private func cookbook16() async throws {
+let monitor = ActivityMonitor()              // counts the tasks of NotificationCenter.default
+monitor.onChange = { active in print(active ? "network busy" : "network idle") }
+monitor.incrementActivityCount()            // count work of your own, too
+monitor.decrementActivityCount()
+}
+
+private func cookbook17() async throws {
 let reachability = NetworkReachability(domain: "example.com")
 reachability.setStatusChangeHandler { status in print(status.localizedDescription) }
 try reachability.startMonitoring()
@@ -356,7 +363,7 @@ print(reachability.currentStatus())
 reachability.stopMonitoring()
 }
 
-private func cookbook17() async throws {
+private func cookbook18() async throws {
 let api = try HTTPSessionManager(baseURL: URL(string: "https://api.example.com/v1/"))
 do {
     let (value, _) = try await api.get("users/7")
@@ -377,7 +384,7 @@ do {
 }
 }
 
-private func cookbook18() async throws {
+private func cookbook19() async throws {
 func fetch(_ session: SessionManager, _ request: Request, attempts: Int = 3) async throws -> (Data, HTTPResponse) {
     let retryable: Set<TransferError.Code> = [.cannotConnect, .timedOut, .truncatedResponse]
     var attempt = 1
@@ -415,6 +422,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 34)
+        #expect(count == 35)
     }
 }
