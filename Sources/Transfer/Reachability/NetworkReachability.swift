@@ -95,6 +95,8 @@ public final class NetworkReachability: Sendable {
     public var isReachable: Bool { status.isReachable }
     public var isReachableViaWiFi: Bool { status == .reachable(.wifi) }
     public var isReachableViaEthernet: Bool { status == .reachable(.ethernet) }
+    /// Through a mobile broadband modem (AFNetworking's `reachableViaWWAN`).
+    public var isReachableViaWWAN: Bool { status == .reachable(.wwan) }
     /// The status as AFNetworking words it ("Reachable via WiFi", ...).
     public var localizedStatus: String { status.localizedDescription }
 
@@ -245,7 +247,7 @@ public final class NetworkReachability: Sendable {
         return info.link_flags & linkUp != 0 && info.link_flags & linkRunning != 0
     }
 
-    /// Wi-Fi by sysfs, Ethernet by link type, everything else (loopback too) `.other`.
+    /// Wi-Fi and WWAN by sysfs, Ethernet by link type, everything else (loopback too) `.other`.
     ///
     /// - Parameter sysfs: The directory of interfaces (`/sys/class/net`; a test may pass another).
     static func interfaceKind(_ info: ct_route_info, sysfs: String = "/sys/class/net") -> ReachabilityInterface {
@@ -256,10 +258,13 @@ public final class NetworkReachability: Sendable {
         if !name.isEmpty, !name.contains("/"), name != ".", name != ".." {
             let base = sysfs + "/" + name
             if FileManager.default.fileExists(atPath: base + "/wireless") { return .wifi }
-            if let uevent = try? String(contentsOfFile: base + "/uevent", encoding: .utf8),
-                uevent.split(separator: "\n").contains("DEVTYPE=wlan")
-            {
-                return .wifi
+            if let uevent = try? String(contentsOfFile: base + "/uevent", encoding: .utf8) {
+                let lines = uevent.split(separator: "\n")
+                if lines.contains("DEVTYPE=wlan") { return .wifi }
+                // The WWAN core and the USB modem drivers name their netdevs'
+                // device type "wwan", whatever the link type (ARPHRD_ETHER,
+                // ARPHRD_RAWIP or ARPHRD_NONE).
+                if lines.contains("DEVTYPE=wwan") { return .wwan }
             }
         }
         return info.link_type == arphrdEther ? .ethernet : .other

@@ -22,6 +22,7 @@ public enum ReachabilityStatus: Sendable, Hashable, CustomStringConvertible {
         case .notReachable: return "Not Reachable"
         case .reachable(.wifi): return "Reachable via WiFi"
         case .reachable(.ethernet): return "Reachable via Ethernet"
+        case .reachable(.wwan): return "Reachable via WWAN"
         case .reachable(.other): return "Reachable via Other Interface"
         }
     }
@@ -39,12 +40,16 @@ public enum ReachabilityStatus: Sendable, Hashable, CustomStringConvertible {
 ///
 /// - `wifi`: the interface has `/sys/class/net/IF/wireless`, or its `uevent`
 ///   says `DEVTYPE=wlan`.
+/// - `wwan`: a mobile broadband modem (AFNetworking's `ReachableViaWWAN`):
+///   the interface's `uevent` says `DEVTYPE=wwan`, as the kernel's WWAN
+///   subsystem and its USB modem drivers (`qmi_wwan`, `cdc_mbim`, ...) set it.
 /// - `ethernet`: any other interface whose link type is `ARPHRD_ETHER`
 ///   (physical NICs, veth, bridges, bonds).
 /// - `other`: everything else, loopback included (tunnels, PPP, WireGuard, `lo`).
 public enum ReachabilityInterface: String, Sendable, Hashable {
     case ethernet
     case wifi
+    case wwan
     case other
 }
 

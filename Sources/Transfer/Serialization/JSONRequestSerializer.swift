@@ -15,6 +15,13 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
 
     public override init() { super.init() }
 
+    /// A serializer writing with `writingOptions` (AFNetworking's
+    /// `serializerWithWritingOptions:`).
+    public convenience init(writingOptions: JSONSerialization.WritingOptions) {
+        self.init()
+        self.writingOptions = writingOptions
+    }
+
     /// `.prettyPrinted`, `.sortedKeys`, `.withoutEscapingSlashes` and
     /// `.fragmentsAllowed` are honoured (default none).
     public var writingOptions: JSONSerialization.WritingOptions {

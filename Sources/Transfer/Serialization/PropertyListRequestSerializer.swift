@@ -10,19 +10,36 @@ import Synchronization
 open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     // @unchecked: `formatState` is a Protected lock; the superclass guards its own state.
 
-    private let formatState: Protected<PropertyListSerialization.PropertyListFormat>
+    private let formatState: Protected<(PropertyListSerialization.PropertyListFormat, WriteOptions)>
 
-    /// - Parameter format: `.xml` (the default) or `.binary`; OpenStep cannot be written.
-    public init(format: PropertyListSerialization.PropertyListFormat = .xml) {
-        formatState = Protected(format)
+    public typealias WriteOptions = PropertyListSerialization.WriteOptions
+
+    /// AFNetworking's `serializerWithFormat:writeOptions:`.
+    ///
+    /// - Parameters:
+    ///   - format: `.xml` (the default) or `.binary`; OpenStep cannot be written.
+    ///   - writeOptions: Foundation defines no write option and asks for 0
+    ///     (the default); any other value makes serialization fail with
+    ///     ``TransferError/Code/invalidRequest`` rather than be ignored.
+    public init(
+        format: PropertyListSerialization.PropertyListFormat = .xml,
+        writeOptions: PropertyListSerialization.WriteOptions = 0
+    ) {
+        formatState = Protected((format, writeOptions))
         super.init()
     }
 
     public override convenience init() { self.init(format: .xml) }
 
     public var format: PropertyListSerialization.PropertyListFormat {
-        get { formatState.withLock { $0 } }
-        set { formatState.withLock { $0 = newValue } }
+        get { formatState.withLock { $0.0 } }
+        set { formatState.withLock { $0.0 = newValue } }
+    }
+
+    /// AFNetworking's `writeOptions` (see ``init(format:writeOptions:)``).
+    public var writeOptions: PropertyListSerialization.WriteOptions {
+        get { formatState.withLock { $0.1 } }
+        set { formatState.withLock { $0.1 = newValue } }
     }
 
     open override func request(bySerializing request: Request, parameters: JSONValue?) throws(TransferError)
@@ -35,7 +52,9 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
         var result = Self.addingDefaultHeaders(configuration.headers, to: request)
         if let parameters {
             if result.headers["Content-Type"] == nil { result.headers["Content-Type"] = "application/x-plist" }
-            result.body = .data(try Self.encode(parameters, format: format, url: request.url))
+            let (format, writeOptions) = formatState.withLock { $0 }
+            result.body = .data(
+                try Self.encode(parameters, format: format, writeOptions: writeOptions, url: request.url))
         }
         try result.headers.validate()
         return result
@@ -44,10 +63,16 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
     /// The property list of `value` in `format`.
     ///
     /// - Throws: ``TransferError/Code/invalidRequest`` when `value` contains a
-    ///   null or `format` is `.openStep`.
+    ///   null, `format` is `.openStep`, or `writeOptions` is not 0.
     public static func encode(
-        _ value: JSONValue, format: PropertyListSerialization.PropertyListFormat, url: URL? = nil
+        _ value: JSONValue, format: PropertyListSerialization.PropertyListFormat,
+        writeOptions: PropertyListSerialization.WriteOptions = 0, url: URL? = nil
     ) throws(TransferError) -> Data {
+        guard writeOptions == 0 else {
+            throw TransferError(
+                .invalidRequest, "property-list write options must be 0 (none is defined), not \(writeOptions)",
+                url: url)
+        }
         if let path = nullPath(in: value, path: "") {
             throw TransferError(.invalidRequest, "a property list cannot hold the null at \(path)", url: url)
         }

@@ -120,9 +120,18 @@ public struct PropertyListResponseSerializer: ResponseSerializer {
     /// The format to expect; a body in another format is still parsed, as
     /// `NSPropertyListSerialization` does.
     public var format: PropertyListSerialization.PropertyListFormat
+    /// Passed to `PropertyListSerialization` (AFNetworking's `readOptions`).
+    /// The mutability options change nothing visible here: the result is a
+    /// ``PropertyListValue``, a value type.
+    public var readOptions: PropertyListSerialization.ReadOptions
 
-    public init(format: PropertyListSerialization.PropertyListFormat = .xml) {
+    /// AFNetworking's `serializerWithFormat:readOptions:`.
+    public init(
+        format: PropertyListSerialization.PropertyListFormat = .xml,
+        readOptions: PropertyListSerialization.ReadOptions = []
+    ) {
         self.format = format
+        self.readOptions = readOptions
     }
 
     public func serialize(response: HTTPResponse?, data: Data?, error: TransferError?) throws(TransferError)
@@ -136,7 +145,8 @@ public struct PropertyListResponseSerializer: ResponseSerializer {
         let value: PropertyListValue
         do {
             var actualFormat = format
-            let object = try PropertyListSerialization.propertyList(from: data, options: [], format: &actualFormat)
+            let object = try PropertyListSerialization.propertyList(
+                from: data, options: readOptions, format: &actualFormat)
             value = try PropertyListValue(any: object)
         } catch {
             let parseError = ResponseValidation.serializationError(

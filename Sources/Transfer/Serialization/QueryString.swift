@@ -128,3 +128,30 @@ extension JSONValue {
         }
     }
 }
+
+/// A built-in query-string encoding (AFNetworking's
+/// `AFHTTPRequestQueryStringSerializationStyle`), chosen with
+/// ``HTTPRequestSerializer/setQueryStringSerialization(style:)``. A custom
+/// closure, when set, takes precedence over any style.
+///
+/// A struct rather than an enum, so that a style added later does not break
+/// a caller's `switch`.
+public struct QueryStringSerializationStyle: Sendable, Hashable, CustomStringConvertible {
+    private let name: String
+
+    private init(_ name: String) { self.name = name }
+
+    /// ``QueryString``'s encoding: nested keys `a[b]`, arrays `a[]`, sorted
+    /// keys, RFC 3986 escaping (`AFHTTPRequestQueryStringDefaultStyle`).
+    public static let `default` = QueryStringSerializationStyle("default")
+
+    public var description: String { name }
+
+    /// The query string of `parameters` in this style.
+    ///
+    /// - Throws: ``TransferError/Code/invalidRequest`` when `parameters` is not an object.
+    public func string(from parameters: JSONValue) throws(TransferError) -> String {
+        // One style today; a new one adds its branch here.
+        try QueryString.string(from: parameters)
+    }
+}

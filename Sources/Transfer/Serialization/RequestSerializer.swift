@@ -50,6 +50,7 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
         var cachePolicy: Request.CachePolicy = .useProtocolCachePolicy
         var httpShouldHandleCookies = true
         var queryStringSerialization: QueryStringSerialization?
+        var queryStringSerializationStyle: QueryStringSerializationStyle = .default
     }
 
     private let state: Protected<Configuration>
@@ -98,10 +99,31 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
         set { state.withLock { $0.httpShouldHandleCookies = newValue } }
     }
 
-    /// A custom query-string encoding, or nil for ``QueryString``'s.
+    /// A custom query-string encoding, or nil for the one ``queryStringSerializationStyle`` names.
     public var queryStringSerialization: QueryStringSerialization? {
         get { state.withLock { $0.queryStringSerialization } }
         set { state.withLock { $0.queryStringSerialization = newValue } }
+    }
+
+    /// The built-in encoding used when no custom closure is set
+    /// (AFNetworking's `queryStringSerializationStyle`; default ``QueryStringSerializationStyle/default``).
+    public var queryStringSerializationStyle: QueryStringSerializationStyle {
+        state.withLock { $0.queryStringSerializationStyle }
+    }
+
+    /// Selects a built-in encoding and removes any custom closure
+    /// (AFNetworking's `setQueryStringSerializationWithStyle:`).
+    public func setQueryStringSerialization(style: QueryStringSerializationStyle) {
+        state.withLock { state in
+            state.queryStringSerializationStyle = style
+            state.queryStringSerialization = nil
+        }
+    }
+
+    /// Replaces the built-in encoding with `serialization`; nil goes back to
+    /// ``queryStringSerializationStyle`` (AFNetworking's `setQueryStringSerializationWithBlock:`).
+    public func setQueryStringSerialization(_ serialization: QueryStringSerialization?) {
+        state.withLock { $0.queryStringSerialization = serialization }
     }
 
     /// The headers added to every request that does not set them itself.
@@ -215,7 +237,7 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
         for request: Request, parameters: JSONValue, configuration: Configuration
     ) throws(TransferError) -> String {
         guard let custom = configuration.queryStringSerialization else {
-            return try QueryString.string(from: parameters)
+            return try configuration.queryStringSerializationStyle.string(from: parameters)
         }
         do {
             return try custom(request, parameters)

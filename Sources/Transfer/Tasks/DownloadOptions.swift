@@ -34,6 +34,13 @@ public struct DownloadOptions: Sendable, Hashable {
     /// past it fails as it does, both with ``TransferError/Code/responseTooLarge``
     /// and nothing at the destination.
     public var maximumFileSize: Int64 = 0
+    /// The fewest bytes a ``SegmentedDownload`` gives one connection (default
+    /// 1 MiB; values below 1 count as 1). Below it the extra connections cost
+    /// more round trips than they save, so a file shorter than
+    /// `segments × minimumSegmentSize` is split into fewer ranges, and one
+    /// shorter than `2 × minimumSegmentSize` is fetched over one connection.
+    /// ``SegmentedDownload/segmentsUsed`` tells how many ran.
+    public var minimumSegmentSize: Int64 = 1 << 20
 
     public init(resumable: Bool = false, expectedSHA256: String? = nil, speedLimit: Int64 = 0,
                 journalIntervalBytes: Int64 = 0, journalIntervalMilliseconds: Int64 = 0)

@@ -8,7 +8,10 @@ import Synchronization
 /// observed as one transfer.
 ///
 /// It asks with `HEAD` for the length, `Accept-Ranges` and a validator;
-/// without ranges (or a length) it falls back to one plain download. With
+/// without ranges (or a length) it falls back to one plain download. Each
+/// connection gets at least ``DownloadOptions/minimumSegmentSize`` bytes (1 MiB
+/// by default), so a small file uses fewer connections than asked, or one;
+/// ``segmentsUsed`` reports the number. With
 /// ``DownloadOptions/resumable`` it survives restarts like a plain download:
 /// a manifest `<destination>.part.segments` names the ranges, and each
 /// range keeps its own journal `<destination>.part.seg<i>.journal`.
@@ -103,7 +106,9 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     public var state: TaskState { core.withLock { $0.state } }
     public var response: HTTPResponse? { core.withLock { $0.response } }
     public var error: TransferError? { core.withLock { $0.error } }
-    /// Connections used: `segmentCount`, or 1 after a fallback (0 before start).
+    /// Connections used, known once the length is (0 before): at most
+    /// `segmentCount`, fewer when the file is too small to give each
+    /// ``DownloadOptions/minimumSegmentSize`` bytes, 1 for a plain download.
     public var segmentsUsed: Int { core.withLock { $0.segmentsUsed } }
 
     /// The file URL once the download completed, or the error.
@@ -255,8 +260,11 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
             if let etag = head.headers["ETag"], !etag.hasPrefix("W/") { return etag }
             return head.headers["Last-Modified"]
         }()
-        // Below 1 MiB per connection the extra round trips cost more than they bring.
-        guard ranges, length >= Int64(segmentCount) * 1 << 20, segmentCount > 1 else {
+        // Below minimumSegmentSize per connection the extra round trips cost
+        // more than they bring: use only as many ranges as the length fills.
+        let fitting = max(0, length) / max(1, options.minimumSegmentSize)
+        let count = Int(min(Int64(segmentCount), fitting))
+        guard ranges, count > 1 else {
             startSingle()
             return
         }
@@ -266,7 +274,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
             return
         }
         do throws(TransferError) {
-            try startSegments(length: length, validator: validator)
+            try startSegments(length: length, count: count, validator: validator)
         } catch {
             fail(error)
         }
@@ -305,17 +313,17 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         var ranges: [[Int64]]
     }
 
-    private func startSegments(length: Int64, validator: String?) throws(TransferError) {
+    private func startSegments(length: Int64, count: Int, validator: String?) throws(TransferError) {
         try FileMover.ensureDirectory(destination.deletingLastPathComponent())
         var ranges: [[Int64]] = []
-        let size = length / Int64(segmentCount)
-        for index in 0..<segmentCount {
+        let size = length / Int64(count)
+        for index in 0..<count {
             let start = Int64(index) * size
-            let end = index == segmentCount - 1 ? length - 1 : start + size - 1
+            let end = index == count - 1 ? length - 1 : start + size - 1
             ranges.append([start, end])
         }
         let manifest = Manifest(url: request.url.absoluteString, validator: validator, length: length, ranges: ranges)
-        var offsets = Array(repeating: Int64(0), count: segmentCount)
+        var offsets = Array(repeating: Int64(0), count: count)
         if options.resumable, let old = readManifest(), old == manifest,
             ResumeJournal.fileSize(partPath) == length
         {
@@ -344,7 +352,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         let (cancelled, pending) = core.withLock { core -> (Bool, [Segment]) in
             core.total = length
             core.segments = segments
-            core.segmentsUsed = segmentCount
+            core.segmentsUsed = count
             core.initialBytes = offsets.reduce(0, +)
             let pending = segments.filter { !$0.done }
             core.running = pending.count
@@ -382,7 +390,10 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
             spec.journal_interval_bytes = options.journalIntervalBytes
             spec.journal_interval_ms = options.journalIntervalMilliseconds
         }
-        if options.speedLimit > 0 { spec.max_recv_speed = max(1, options.speedLimit / Int64(segmentCount)) }
+        if options.speedLimit > 0 {
+            let used = max(1, core.withLock { $0.segmentsUsed })
+            spec.max_recv_speed = max(1, options.speedLimit / Int64(used))
+        }
         spec.counters = segment.counters
         let events = TransferEvents(
             onResponse: nil,
