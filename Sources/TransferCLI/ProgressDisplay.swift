@@ -44,6 +44,10 @@ final class ProgressDisplay: Sendable {
             : MultiProgressDisplay(output: FileDescriptorOutput(fileDescriptor: STDERR_FILENO), plainMode: .silent)
     }
 
+    /// Whether anything is drawn (false for `--progress none` and for `auto`
+    /// off a terminal): callers skip making labels when it is not.
+    var isActive: Bool { display != nil }
+
     /// Starts showing `task` under `label`.
     func add(id: Int, label: String, task: any ObservableTransfer, direction: ProgressDirection) {
         guard let display else { return }

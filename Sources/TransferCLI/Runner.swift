@@ -326,7 +326,9 @@ final class Runner: Sendable {
             cancel()
             return
         }
-        display.add(id: job.index, label: displayName(job), task: transfer, direction: direction)
+        if display.isActive {
+            display.add(id: job.index, label: displayName(job), task: transfer, direction: direction)
+        }
         resume()
     }
 
