@@ -33,7 +33,14 @@ final class Interrupts: Sendable {
     }
 
     /// Watches SIGINT and SIGTERM (blocked by ``blockEarly()``).
-    func install(onInterrupt: @escaping @Sendable () -> Void) {
+    ///
+    /// - Parameters:
+    ///   - onInterrupt: Runs on the first signal, before the cancellations.
+    ///   - beforeExit: Runs on the second signal, just before the process
+    ///     exits with 14 (buffered output is written here).
+    func install(onInterrupt: @escaping @Sendable () -> Void,
+                 beforeExit: @escaping @Sendable () -> Void = {})
+    {
         var made: [any DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
@@ -46,6 +53,7 @@ final class Interrupts: Sendable {
                 guard first else {
                     // Second signal: the user insists. Cancel once more and leave.
                     for cancel in cancels { cancel() }
+                    beforeExit()
                     exit(ExitStatus.interrupted.rawValue)
                 }
                 onInterrupt()

@@ -3,17 +3,37 @@ import Transfer
 
 /// `--metrics FILE|-`: one JSON object per finished transfer, one per line,
 /// with the fields of docs/CLI.md in a fixed order.
+///
+/// Lines are formatted by ``MetricsFormat`` into one buffer and written in
+/// batches: when the runner has taken in every completion so far (see
+/// ``flush()``), when the buffer passes ``batchBytes``, and at the end of the
+/// run, also on its failure and interruption paths. A reader therefore sees
+/// each line as soon as the run has nothing else finished to report, in the
+/// order the transfers finished, and no line is lost when the run fails.
 final class MetricsWriter: Sendable {
     private let fd: Int32
     private let ownsFile: Bool
-    private let lock = Locked(())
+    /// Each line is written as it is added: the metrics share stdout with
+    /// bodies or headers, whose order with the lines must stay as it happened.
+    private let writeThrough: Bool
+    /// Lines formatted and not yet written. Locked: transfers finish on
+    /// several threads, and a second Ctrl-C flushes from the signal queue.
+    private let pending = Locked<[UInt8]>([])
+
+    /// A batch is written once it reaches this size (about 150 lines).
+    static let batchBytes = 64 * 1024
 
     /// Opens `path` for appending (several runs can share one file of JSON
     /// lines, as scripts/demo.sh does), or stdout for `-`.
-    init(path: String) throws(Failure) {
+    ///
+    /// - Parameter sharesStdout: whether the run writes anything else to
+    ///   stdout (bodies, status lines, headers); with `-` each line is then
+    ///   written at once, as before, so lines and other output never reorder.
+    init(path: String, sharesStdout: Bool = false) throws(Failure) {
         if path == "-" {
             fd = STDOUT_FILENO
             ownsFile = false
+            writeThrough = sharesStdout
         } else {
             let opened = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             guard opened >= 0 else {
@@ -21,10 +41,13 @@ final class MetricsWriter: Sendable {
             }
             fd = opened
             ownsFile = true
+            writeThrough = false
         }
+        pending.withLock { $0.reserveCapacity(Self.batchBytes + 4096) }
     }
 
     deinit {
+        flush()
         if ownsFile { close(fd) }
     }
 
@@ -37,69 +60,37 @@ final class MetricsWriter: Sendable {
         var failure: Failure?
     }
 
+    /// Formats `record` into the pending batch; writes the batch when it is
+    /// full (or at once in write-through mode).
     func write(_ record: Record) {
-        let line = Self.encode(record) + "\n"
-        lock.withLock { _ in
-            if fd == STDOUT_FILENO {
-                Terminal.writeStdout(Array(line.utf8))
-            } else {
-                _ = Terminal.writeAll(fd, Array(line.utf8))
-            }
+        pending.withLock { buffer in
+            MetricsFormat.appendLine(record, to: &buffer)
+            if writeThrough || buffer.count >= Self.batchBytes { writeOut(&buffer) }
         }
     }
 
-    static func encode(_ record: Record) -> String {
-        let m = record.metrics ?? TaskMetrics()
-        func seconds(_ value: Double) -> String {
-            // A phase that did not happen or is unknown is reported as 0 / null.
-            value < 0 ? "null" : String(format: "%.6f", value)
+    /// Writes every pending line. Write errors are ignored, as they always
+    /// were: metrics never change a run's outcome.
+    func flush() {
+        pending.withLock { buffer in
+            if !buffer.isEmpty { writeOut(&buffer) }
         }
-        var fields: [(String, String)] = [
-            ("url", string(record.url)),
-            ("status", record.status.map(String.init) ?? "null"),
-            ("http_version", m.httpVersion.isEmpty ? "null" : string(m.httpVersion)),
-            ("bytes_received", String(record.bytesReceived)),
-            ("bytes_sent", String(record.bytesSent)),
-            ("name_lookup", seconds(m.nameLookup)),
-            ("connect", seconds(m.connect)),
-            ("tls", seconds(m.tlsHandshake)),
-            ("request_sent", seconds(m.requestSent)),
-            ("first_byte", seconds(m.firstByte)),
-            ("total", seconds(m.total)),
-            ("redirect", seconds(m.redirectDuration)),
-            ("redirects", String(m.redirectCount)),
-            ("reused_connection", m.reusedConnection ? "true" : "false"),
-            ("remote_address", m.remoteAddress.isEmpty ? "null" : string(m.remoteAddress)),
-        ]
-        // error_code is the exit-code class of docs/CLI.md (0 on success).
-        if let failure = record.failure {
-            fields.append(("error_code", String(failure.status.rawValue)))
-            fields.append(("error_message", string(failure.status.className + ": " + failure.detail)))
+    }
+
+    /// Caller holds `pending`'s lock: batches go out whole and in order.
+    private func writeOut(_ buffer: inout [UInt8]) {
+        if fd == STDOUT_FILENO {
+            Terminal.writeStdout(buffer)
         } else {
-            fields.append(("error_code", "0"))
-            fields.append(("error_message", "null"))
+            _ = Terminal.writeAll(fd, buffer)
         }
-        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+        buffer.removeAll(keepingCapacity: true)
     }
 
-    /// A JSON string literal.
-    static func string(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    out += String(format: "\\u%04x", scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
+    /// The line of `record` without its newline (tests compare it).
+    static func encode(_ record: Record) -> String {
+        var bytes: [UInt8] = []
+        MetricsFormat.appendLine(record, to: &bytes)
+        return String(decoding: bytes.dropLast(), as: UTF8.self)
     }
 }

@@ -72,11 +72,52 @@ enum Parse {
         return (name, value)
     }
 
-    /// Lines of a URL file: blank lines and `#` comments skipped.
+    /// Lines of a URL file: blank lines and `#` comments skipped; each line
+    /// trimmed of white space (`CharacterSet.whitespaces`: tab and the
+    /// Unicode space separators). Lines end at LF, CR or CRLF.
+    ///
+    /// One pass over the UTF-8 bytes, one string per kept line: lists of
+    /// tens of thousands of URLs are common for `--parallel` runs.
     static func urlLines(_ text: String) -> [String] {
-        text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        var lines: [String] = []
+        var text = text
+        text.withUTF8 { bytes in
+            var start = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == 0x0A || bytes[index] == 0x0D {
+                if let line = urlLine(UnsafeBufferPointer(rebasing: bytes[start..<index])) { lines.append(line) }
+                start = index + 1
+            }
+        }
+        return lines
+    }
+
+    /// One line of a URL file, trimmed; nil when blank or a comment.
+    private static func urlLine(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        var low = 0
+        var high = bytes.count
+        while low < high && (bytes[low] == 0x20 || bytes[low] == 0x09) { low += 1 }
+        while high > low && (bytes[high - 1] == 0x20 || bytes[high - 1] == 0x09) { high -= 1 }
+        guard low < high else { return nil }
+        let asciiEnds = bytes[low] < 0x80 && bytes[high - 1] < 0x80
+        if asciiEnds && bytes[low] != 0x23 {
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[low..<high]), as: UTF8.self)
+        }
+        // Rare: a non-ASCII space at an end, or a `#` that a combining mark
+        // may turn into another character; the Unicode-aware path decides.
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[low..<high]), as: UTF8.self)
+        var scalars = text.unicodeScalars[...]
+        while let first = scalars.first, isWhitespace(first) { scalars.removeFirst() }
+        while let last = scalars.last, isWhitespace(last) { scalars.removeLast() }
+        let line = String(scalars)
+        return line.isEmpty || line.hasPrefix("#") ? nil : line
+    }
+
+    /// `CharacterSet.whitespaces`: tab and the space separators (Zs).
+    private static func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x09, 0x20, 0xA0, 0x1680, 0x2000...0x200A, 0x202F, 0x205F, 0x3000: return true
+        default: return false
+        }
     }
 
     /// Lower-case hex of 64 digits, or nil.

@@ -44,6 +44,10 @@ final class ProgressDisplay: Sendable {
             : MultiProgressDisplay(output: FileDescriptorOutput(fileDescriptor: STDERR_FILENO), plainMode: .silent)
     }
 
+    /// Whether anything is drawn (false for `--progress none` and for `auto`
+    /// off a terminal): callers skip making labels when it is not.
+    var isActive: Bool { display != nil }
+
     /// Starts showing `task` under `label`.
     func add(id: Int, label: String, task: any ObservableTransfer, direction: ProgressDirection) {
         guard let display else { return }
@@ -82,8 +86,16 @@ final class ProgressDisplay: Sendable {
         }
         let line = element.view.render(width: display.isInteractive ? max(20, display.width - 1) : 100)
         display.remove(element.view)
-        display.printAbove(line.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
-            + (succeeded ? "" : "  failed"))
+        display.printAbove(Self.trimmingTrailingWhitespace(line) + (succeeded ? "" : "  failed"))
+    }
+
+    /// `line` without trailing white space (the Unicode White_Space property,
+    /// which is what the regular expression `\s+$` matched, without building
+    /// one per finished transfer).
+    static func trimmingTrailingWhitespace(_ line: String) -> String {
+        var scalars = line.unicodeScalars[...]
+        while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
+        return String(scalars)
     }
 
     /// Pads or shortens (keeping the end, where names differ) to `width`

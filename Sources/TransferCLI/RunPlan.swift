@@ -208,12 +208,26 @@ struct RunPlan: Sendable {
             finalMethod = options.uploadFile != nil ? .put : .post
         }
 
-        // Jobs.
+        // Jobs. A URL list may name one URL many times (load tests do): each
+        // distinct string is parsed once, and its jobs share the parsed URL.
         var jobs: [Job] = []
+        jobs.reserveCapacity(urls.count)
+        var parsed: [String: Result<Request, TransferError>] = [:]
         for (index, string) in urls.enumerated() {
             var job = Job(index: index, urlString: string, request: nil, invalidFailure: nil, output: output)
             do throws(TransferError) {
-                var request = try Request(string, method: finalMethod)
+                let parsedRequest: Result<Request, TransferError>
+                if let known = parsed[string] {
+                    parsedRequest = known
+                } else {
+                    do throws(TransferError) {
+                        parsedRequest = .success(try Request(string, method: finalMethod))
+                    } catch {
+                        parsedRequest = .failure(error)
+                    }
+                    parsed[string] = parsedRequest
+                }
+                var request = try parsedRequest.get()
                 request.headers = headers
                 if case .multipart(let form) = body {
                     // Sets the streamed body, Content-Type with the boundary and Content-Length.

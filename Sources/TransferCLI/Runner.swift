@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Transfer
 
 /// Runs the jobs of a plan with bounded concurrency and turns their
@@ -8,6 +9,9 @@ final class Runner: Sendable {
     let display: ProgressDisplay
     let interrupts = Interrupts()
     let metrics: MetricsWriter?
+    /// Jobs whose ``perform(_:)`` has returned; the run loop compares it with
+    /// the results it has taken to batch metrics writes.
+    private let finished = Atomic<Int>(0)
     /// The session shared by all jobs (nil when it could not start).
     private let session: SessionManager?
     private let sessionError: TransferError?
@@ -20,7 +24,13 @@ final class Runner: Sendable {
     init(plan: RunPlan) throws(Failure) {
         self.plan = plan
         display = ProgressDisplay(style: plan.progress)
-        metrics = try plan.metricsPath.map { path throws(Failure) in try MetricsWriter(path: path) }
+        // Anything else on stdout (a body, status lines, headers) keeps each
+        // metrics line in place among it, as printed.
+        let sharesStdout = plan.print.status || plan.print.headers
+            || (plan.print.body && plan.jobs.contains { $0.output == .stdout })
+        metrics = try plan.metricsPath.map { path throws(Failure) in
+            try MetricsWriter(path: path, sharesStdout: sharesStdout)
+        }
         do throws(TransferError) {
             session = try Self.makeSession(plan.configuration, features: plan.features)
             sessionError = nil
@@ -41,26 +51,33 @@ final class Runner: Sendable {
 
     /// Runs everything; returns the exit code.
     func run() async -> Int32 {
-        interrupts.install { [display] in display.stop() }
+        interrupts.install(onInterrupt: { [display] in display.stop() }, beforeExit: { [metrics] in metrics?.flush() })
 
         var results = [JobResult?](repeating: nil, count: plan.jobs.count)
         let width = min(plan.parallel, plan.jobs.count)
         await withTaskGroup(of: (Int, JobResult).self) { group in
             var next = 0
+            var taken = 0
             for _ in 0..<width {
                 let job = plan.jobs[next]
-                group.addTask { (job.index, await self.perform(job)) }
+                group.addTask { await self.performCounted(job) }
                 next += 1
             }
             for await (index, result) in group {
                 results[index] = result
+                taken += 1
                 if next < plan.jobs.count {
                     let job = plan.jobs[next]
-                    group.addTask { (job.index, await self.perform(job)) }
+                    group.addTask { await self.performCounted(job) }
                     next += 1
                 }
+                // One metrics write per pass over the completions: when no
+                // other job has finished since, its line goes out now;
+                // otherwise the next turn of this loop takes that job first.
+                if finished.load(ordering: .acquiring) == taken { metrics?.flush() }
             }
         }
+        metrics?.flush()
         display.stop()
         interrupts.uninstall()
         if let session {
@@ -81,6 +98,14 @@ final class Runner: Sendable {
     }
 
     // MARK: - One job
+
+    /// ``perform(_:)``, then counts the job as finished (its metrics line,
+    /// if any, is in the writer's batch by then).
+    private func performCounted(_ job: Job) async -> (Int, JobResult) {
+        let result = await perform(job)
+        finished.add(1, ordering: .releasing)
+        return (job.index, result)
+    }
 
     private func perform(_ job: Job) async -> JobResult {
         guard let request = job.request else {
@@ -301,7 +326,9 @@ final class Runner: Sendable {
             cancel()
             return
         }
-        display.add(id: job.index, label: displayName(job), task: transfer, direction: direction)
+        if display.isActive {
+            display.add(id: job.index, label: displayName(job), task: transfer, direction: direction)
+        }
         resume()
     }
 
