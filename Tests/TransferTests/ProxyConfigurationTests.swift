@@ -40,4 +40,13 @@ struct ProxyConfigurationTests {
         proxy.credentials = .init(user: "u", password: "p\nX: y")
         #expect(throws: TransferError.self) { try proxy.validate() }
     }
+
+    @Test("a printed configuration does not show the proxy password")
+    func redactsPassword() {
+        let proxy = ProxyConfiguration(.http, host: "127.0.0.1", port: 3128,
+                                       credentials: .init(user: "svc", password: "hunter2"))
+        #expect(!"\(proxy)".contains("hunter2"))
+        #expect(!String(reflecting: proxy).contains("hunter2"))
+        #expect("\(proxy)".contains("svc"))
+    }
 }

@@ -36,7 +36,7 @@ public struct ProxyConfiguration: Sendable, Hashable {
 
     /// User name and password for the proxy: `Proxy-Authorization: Basic` for HTTP(S)
     /// proxies, RFC 1929 for SOCKS5. They are sent to the proxy only, never to an origin.
-    public struct Credentials: Sendable, Hashable {
+    public struct Credentials: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
         public var user: String
         public var password: String
 
@@ -44,6 +44,10 @@ public struct ProxyConfiguration: Sendable, Hashable {
             self.user = user
             self.password = password
         }
+
+        /// The user and a redacted password: configurations get logged.
+        public var description: String { "\(user):<redacted>" }
+        public var debugDescription: String { description }
     }
 
     public var kind: Kind
