@@ -11,6 +11,8 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+# TLS in front of the test HTTP proxy (TestSupport/TLSFront.swift).
+command -v socat >/dev/null 2>&1 || need+=(socat)
 
 if [ ${#need[@]} -gt 0 ]; then
     echo "bootstrap: installing ${need[*]}"

@@ -35,6 +35,11 @@ ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st)
   int in_body = st && st->in_body;
   int in_head = st && st->in_head;
 
+  /* A proxy that answered CONNECT with other than 2xx, or a forwarded
+   * request with 407 (cti_proxy_refusal): libcurl says RECV_ERROR or OK. */
+  if(st && st->proxy_refusal)
+    return CT_E_PROXY;
+
   switch(cc) {
   case CURLE_OK:
     return CT_OK;
@@ -67,12 +72,15 @@ ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st)
   case CURLE_UNRECOVERABLE_POLL:
     return CT_E_INTERNAL;
 
-  case CURLE_COULDNT_RESOLVE_PROXY:
   case CURLE_COULDNT_RESOLVE_HOST:
-  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_CONNECT:          /* to the proxy too, when one is used */
   case CURLE_INTERFACE_FAILED:
-  case CURLE_PROXY:
     return CT_E_CANNOT_CONNECT;
+  /* the proxy's name does not resolve; a SOCKS handshake failed or the
+   * SOCKS server refused (CURLINFO_PROXY_ERROR has the detail) */
+  case CURLE_COULDNT_RESOLVE_PROXY:
+  case CURLE_PROXY:
+    return CT_E_PROXY;
 
   case CURLE_OPERATION_TIMEDOUT:
     return CT_E_TIMED_OUT;
@@ -250,6 +258,7 @@ const char *ct_code_name(ct_code code)
   case CT_E_HTTP_STATUS: return "http_status";
   case CT_E_TOO_LARGE: return "too_large";
   case CT_E_INTERNAL: return "internal";
+  case CT_E_PROXY: return "proxy";
   }
   return "unknown";
 }

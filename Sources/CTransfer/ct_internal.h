@@ -197,6 +197,7 @@ struct cti_transfer {
   struct cti_tls_verdict verdict;
   uint64_t trust_generation;      /* of the CAINFO marker now set */
   struct curl_slist *resolve;     /* CURLOPT_RESOLVE entries */
+  struct cti_proxy *proxy;        /* ct_proxy.c; NULL: the environment's */
 };
 
 ct_code cti_transfer_create(struct ct_loop *loop,
@@ -218,6 +219,23 @@ double cti_now(void);
  * 7.88 copies CAfile into each new connection; the easy's copy is read
  * only when a connection is created). Loop thread. */
 ct_code cti_transfer_set_trust_marker(struct cti_transfer *t);
+
+/* --- ct_proxy.c -------------------------------------------------------- */
+
+struct cti_proxy;
+
+/* Copy the spec's proxy settings into t->proxy (none for the environment
+ * default) and clear the borrowed pointers in t->spec. CT_E_INVALID_REQUEST
+ * for a CR or LF, CT_E_NO_MEMORY. */
+ct_code cti_proxy_create(struct cti_transfer *t,
+                         const struct ct_transfer_spec *spec);
+/* The proxy options of t's easy handle (loop thread, in setup). */
+CURLcode cti_proxy_setup(struct cti_transfer *t);
+/* The status with which a proxy refused the transfer: a CONNECT answered
+ * with other than 2xx, or (explicit proxies only) a 407 to a forwarded
+ * request; 0 when none. Fills t->errbuf when curl left it empty. */
+long cti_proxy_refusal(struct cti_transfer *t);
+void cti_proxy_free(struct cti_proxy *p);
 
 /* --- ct_journal.c ------------------------------------------------------ */
 
@@ -367,6 +385,7 @@ struct cti_failure {
   int chunked;             /* the response body is chunked */
   long redirects;          /* redirects followed (CURLINFO_REDIRECT_COUNT) */
   long os_errno;           /* CURLINFO_OS_ERRNO: 0 when no socket error */
+  long proxy_refusal;      /* cti_proxy_refusal(): 0, or the proxy's no */
 };
 
 /* The one CURLcode -> ct_code table; `st` may be NULL (no state). */

@@ -304,6 +304,19 @@ int cti_tls_configure_ctx(struct cti_tls_state *s, void *ssl_ctx,
   int rc = CURLE_SSL_CONNECT_ERROR;
 
   errbuf[0] = '\0';
+  /* The handshake with an https proxy, not with the origin: the engine
+   * sets CURLOPT_SSL_VERIFYPEER 0 for every origin (insecure or not: this
+   * hook verifies them) and CURLOPT_PROXY_SSL_VERIFYPEER 1 for proxies,
+   * and libcurl 7.88 sets SSL_VERIFY_PEER or NONE from the connection's
+   * own config just before calling us (ct_proxy.c). A proxy's certificate
+   * is not judged with the origin's pins, policy, challenge hook or host
+   * name: OpenSSL verifies it against CURLOPT_PROXY_CAINFO or the system
+   * anchors, libcurl checks the proxy's name, and a failure ends the
+   * handshake (CURLE_PEER_FAILED_VERIFICATION: CT_E_TLS). Leave the CTX
+   * as libcurl made it; the origin's handshake inside the tunnel comes
+   * here with SSL_VERIFY_NONE and is judged as always. */
+  if(ctx && (SSL_CTX_get_verify_mode(ctx) & SSL_VERIFY_PEER))
+    return CURLE_OK;
   if(!s || !ctx || !curl_easy || idx < 0) {
     write_verdict(verdict, CT_TLS_HANDSHAKE, 0, "TLS hook misconfigured");
     return CURLE_SSL_CONNECT_ERROR;

@@ -124,6 +124,14 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->spec.journal_path = NULL;
   t->spec.expected_sha256 = NULL;
   t->spec.resolve = NULL;
+  {
+    /* ct_proxy.c: a CR or LF in a proxy setting, or no memory */
+    ct_code prc = cti_proxy_create(t, spec);
+    if(prc != CT_OK) {
+      cti_transfer_free(t);
+      return prc;
+    }
+  }
   if(cti_journal_create(t, spec) != CT_OK ||
      cti_checksum_create(t, spec->expected_sha256) != CT_OK)
     goto nomem;
@@ -853,6 +861,9 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   }
   if(t->client_key)
     SETOPT(CURLOPT_SSLKEY, t->client_key);
+  sc = cti_proxy_setup(t);           /* ct_proxy.c */
+  if(sc != CURLE_OK)
+    goto badopt;
   return CT_OK;
 badopt:
   if(sc == CURLE_OUT_OF_MEMORY) {
@@ -934,7 +945,7 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
 
   if(t->local_code != CT_OK)
     return t->local_code;
-  if(cc == CURLE_OK)
+  if(cc == CURLE_OK && !cti_proxy_refusal(t))
     return CT_OK;
   if(t->verdict.reason != CT_TLS_OK) {
     switch(t->verdict.reason) {
@@ -947,6 +958,7 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
     }
   }
   memset(&st, 0, sizeof(st));
+  st.proxy_refusal = cti_proxy_refusal(t);
   st.in_head = t->head_open;
   st.in_body = t->head_delivered;
   st.following_redirect = !t->head_open && is_redirect_to_follow(t);
@@ -1092,6 +1104,7 @@ void cti_transfer_free(struct cti_transfer *t)
   curl_slist_free_all(t->headers);
   curl_slist_free_all(t->proxy_headers);
   curl_slist_free_all(t->resolve);
+  cti_proxy_free(t->proxy);
   cti_sink_free(&t->sink);
   free(t->url);
   free(t->method);

@@ -18,6 +18,7 @@ enum ExitStatus: Int32, Sendable, Comparable {
     case localFile = 12
     case checksum = 13
     case interrupted = 14
+    case proxy = 15
 
     static func < (lhs: ExitStatus, rhs: ExitStatus) -> Bool { lhs.rawValue < rhs.rawValue }
 
@@ -39,6 +40,7 @@ enum ExitStatus: Int32, Sendable, Comparable {
         case .localFile: return "local file error"
         case .checksum: return "checksum mismatch"
         case .interrupted: return "interrupted"
+        case .proxy: return "proxy failure"
         }
     }
 
@@ -57,6 +59,7 @@ enum ExitStatus: Int32, Sendable, Comparable {
         case .fileError: self = .localFile
         case .checksumMismatch: self = .checksum
         case .cancelled: self = .interrupted
+        case .proxyFailure: self = .proxy
         // The engine's one table (ct_error.c) already sorted every CURLcode
         // into a code; what is left is a connection that failed mid-exchange
         // (send/recv errors, HTTP/2 framing): the response is cut short.

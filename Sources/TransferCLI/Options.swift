@@ -97,6 +97,21 @@ struct Options: ParsableArguments {
     @Flag(name: .customLong("http2"), help: "Prefer HTTP/2.")
     var http2 = false
 
+    // MARK: Proxy (ProxyOptions)
+
+    @Option(name: [.customShort("x"), .customLong("proxy")],
+            help: "[SCHEME://][USER:PASSWORD@]HOST[:PORT]; http (default), https, socks5, socks5h; \"\" for none.")
+    var proxy: String?
+
+    @Option(name: [.customShort("U"), .customLong("proxy-user")], help: "USER:PASSWORD for the proxy (with -x).")
+    var proxyUser: String?
+
+    @Option(name: .customLong("noproxy"), help: "Hosts that bypass the proxy, comma-separated; \"*\" for all.")
+    var noProxy: String?
+
+    @Option(name: .customLong("proxy-cacert"), help: "Trust anchors (PEM) for an https proxy (with -x).")
+    var proxyCACert: String?
+
     // MARK: Server trust
 
     @Option(name: .customLong("resolve"), help: "HOST:PORT:ADDR[,ADDR] - connect there for HOST:PORT (repeatable).")

@@ -291,6 +291,7 @@ struct RunPlan: Sendable {
             }
         }
         configuration.resolve = options.resolve
+        if let proxy = try ProxyOptions.setting(options) { configuration.proxy = proxy }
 
         // Trust.
         if let cacert = options.cacert {

@@ -140,6 +140,24 @@ struct ct_transfer_spec {
    * setting). A bad entry fails the transfer with CT_E_INVALID_REQUEST. */
   const char *_Nullable const *_Nullable resolve;
   size_t resolve_count;
+  /* Proxy, as curl's CURLOPT_PROXY: NULL (the default) lets libcurl read
+   * http_proxy, https_proxy, all_proxy and no_proxy from the environment;
+   * "" uses no proxy and ignores the environment; otherwise
+   * "SCHEME://HOST:PORT" with SCHEME http, https (TLS to the proxy),
+   * socks5 (names resolved here) or socks5h (by the proxy). Credentials go
+   * to the proxy only (Basic for http(s), RFC 1929 for SOCKS5).
+   * `no_proxy` is CURLOPT_NOPROXY: comma-separated hosts or domains that
+   * bypass it, "*" for all. An https proxy's certificate is verified by
+   * OpenSSL against `proxy_ca_file` (NULL: the system anchors) and its
+   * host name, never with the origin's pins (see ct_tls.c). A proxy that
+   * refuses (a non-2xx CONNECT answer, a 407, a SOCKS refusal) or cannot
+   * be resolved fails the transfer with CT_E_PROXY. A string with CR or
+   * LF is refused (CT_E_INVALID_REQUEST). */
+  const char *_Nullable proxy;
+  const char *_Nullable proxy_user;
+  const char *_Nullable proxy_password;
+  const char *_Nullable no_proxy;
+  const char *_Nullable proxy_ca_file;
 };
 
 #define CT_DEFAULT_DECODE_RATIO 100

@@ -47,7 +47,9 @@ typedef enum ct_code {
   CT_E_NOT_FOUND = 20,        /* no transfer with that id */
   CT_E_HTTP_STATUS = 21,      /* used by higher layers only */
   CT_E_TOO_LARGE = 22,        /* body over max_body_size / decode ratio */
-  CT_E_INTERNAL = 23          /* libcurl misused or refused to start: a bug */
+  CT_E_INTERNAL = 23,         /* libcurl misused or refused to start: a bug */
+  CT_E_PROXY = 24             /* the proxy refused, wants credentials, or
+                               * its name does not resolve */
 } ct_code;
 
 /* Why the trust evaluation refused a chain (ct_result.tls_reason). */

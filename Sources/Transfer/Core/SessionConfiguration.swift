@@ -55,6 +55,11 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// certificate against HOST. Every transfer of the session uses them; a
     /// malformed entry fails the task with ``TransferError/Code/invalidRequest``.
     public var resolve: [String] = []
+    /// The proxy: by default the environment's (`http_proxy`, `https_proxy`, `all_proxy`,
+    /// `no_proxy`, as curl reads them), `.none` for none, or `.through(ProxyConfiguration)`.
+    /// An invalid proxy fails each task with ``TransferError/Code/invalidRequest``; a proxy
+    /// that refuses or cannot be resolved, with ``TransferError/Code/proxyFailure``.
+    public var proxy: ProxySetting = .environment
 
     public init() {}
 

@@ -503,6 +503,7 @@ public final class SessionManager: Sendable {
             spec.resolve = UnsafePointer(strings.makeArray(configuration.resolve))
             spec.resolve_count = configuration.resolve.count
         }
+        try configuration.proxy.fill(&spec, strings: strings)
     }
 
     // MARK: - Events from tasks (delegate queue unless noted)

@@ -44,6 +44,10 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// ``SessionConfiguration/maximumDecompressionRatio`` bytes per byte received (a
         /// decompression bomb). The transfer was cut before the excess was stored.
         public static let responseTooLarge = Code("responseTooLarge")
+        /// The proxy refused the request (a `CONNECT` answered with other than 2xx, a 407
+        /// because credentials were missing or wrong, a SOCKS refusal) or its name does not
+        /// resolve. ``message`` has the proxy's answer.
+        public static let proxyFailure = Code("proxyFailure")
         /// A bug in Transfer: please report it.
         public static let internalError = Code("internalError")
     }

@@ -1,0 +1,220 @@
+import CTransfer
+import Foundation
+
+/// Which proxy a session's connections go through (``SessionConfiguration/proxy``).
+public enum ProxySetting: Sendable, Hashable {
+    /// The environment decides, as curl does: `http_proxy` for http URLs, `https_proxy`
+    /// for https URLs, `all_proxy` for both when the specific one is unset, and `no_proxy`
+    /// (comma-separated hosts or domains, `*` for all) for the hosts that go straight.
+    /// The upper-case spellings work too, except `HTTP_PROXY` (as in curl, a CGI
+    /// program could otherwise be steered by a request's `Proxy:` header).
+    case environment
+    /// No proxy at all; the environment variables are ignored.
+    case none
+    /// Every connection goes through this proxy, except to hosts of its bypass list.
+    case through(ProxyConfiguration)
+}
+
+/// One proxy: its kind, address, credentials, bypass list and, for an HTTPS proxy, the
+/// anchors that its certificate must chain to.
+///
+/// Trust: an HTTPS proxy's certificate is checked by OpenSSL against ``caFile`` (or the
+/// system anchors) and the proxy's host name; the session's ``SecurityPolicy`` (pins,
+/// challenge hook) judges the origin server only, through the tunnel, as without a proxy.
+public struct ProxyConfiguration: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// Plain HTTP to the proxy: `CONNECT` tunnels for https URLs, absolute-form
+        /// requests for http URLs.
+        case http
+        /// TLS to the proxy, then as ``http``.
+        case https
+        /// SOCKS5; the client resolves the origin's name and sends an address.
+        case socks5
+        /// SOCKS5 with the name sent to the proxy, which resolves it.
+        case socks5h
+    }
+
+    /// User name and password for the proxy: `Proxy-Authorization: Basic` for HTTP(S)
+    /// proxies, RFC 1929 for SOCKS5. They are sent to the proxy only, never to an origin.
+    public struct Credentials: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+        public var user: String
+        public var password: String
+
+        public init(user: String, password: String) {
+            self.user = user
+            self.password = password
+        }
+
+        /// The user and a redacted password: configurations get logged.
+        public var description: String { "\(user):<redacted>" }
+        public var debugDescription: String { description }
+    }
+
+    public var kind: Kind
+    /// A host name, an IPv4 address or an IPv6 address (with or without brackets).
+    public var host: String
+    /// 1...65535.
+    public var port: Int
+    public var credentials: Credentials?
+    /// Hosts that bypass the proxy, with curl's `--noproxy` meaning: an entry matches the
+    /// host itself and its subdomains (`example.com` matches `a.example.com`), an IP
+    /// address matches exactly, and `*` alone matches every host.
+    public var bypass: [String]
+    /// PEM trust anchors for an HTTPS proxy's certificate (nil: the system anchors).
+    public var caFile: String?
+
+    public init(_ kind: Kind, host: String, port: Int, credentials: Credentials? = nil,
+                bypass: [String] = [], caFile: String? = nil)
+    {
+        self.kind = kind
+        self.host = host
+        self.port = port
+        self.credentials = credentials
+        self.bypass = bypass
+        self.caFile = caFile
+    }
+
+    /// Reads a proxy URL as curl's `-x` does: `[SCHEME://]HOST[:PORT]`, SCHEME one of
+    /// http (the default), https, socks5 and socks5h; the port defaults to 1080 for
+    /// SOCKS and 80 otherwise (443 for https). `user:password@` credentials are taken
+    /// (percent-decoded).
+    ///
+    /// - Throws: ``TransferError/Code/invalidRequest`` for another scheme, a path, or a
+    ///   host or port that ``validate()`` refuses.
+    public init(url text: String) throws(TransferError) {
+        var rest = Substring(text)
+        var kind = Kind.http
+        if let range = rest.range(of: "://") {
+            let scheme = rest[..<range.lowerBound].lowercased()
+            guard let known = Kind(rawValue: scheme) else {
+                throw TransferError(.invalidRequest, "unsupported proxy scheme \"\(scheme)\" (http, https, socks5, socks5h)")
+            }
+            kind = known
+            rest = rest[range.upperBound...]
+        }
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        guard !rest.contains("/"), !rest.contains("?"), !rest.contains("#") else {
+            throw TransferError(.invalidRequest, "a proxy URL has no path: \(text.debugDescription)")
+        }
+        var credentials: Credentials?
+        if let at = rest.lastIndex(of: "@") {
+            let userInfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            let parts = userInfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let user = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+            let password = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
+            credentials = Credentials(user: user, password: password)
+        }
+        var host = String(rest)
+        var port: Int?
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else {
+                throw TransferError(.invalidRequest, "unbalanced [ in proxy \(text.debugDescription)")
+            }
+            let after = host[host.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let number = Int(after.dropFirst()) else {
+                    throw TransferError(.invalidRequest, "bad proxy port in \(text.debugDescription)")
+                }
+                port = number
+            } else if !after.isEmpty {
+                throw TransferError(.invalidRequest, "bad proxy address \(text.debugDescription)")
+            }
+            host = String(host[host.index(after: host.startIndex)..<close])
+        } else if let colon = host.lastIndex(of: ":") {
+            guard let number = Int(host[host.index(after: colon)...]) else {
+                throw TransferError(.invalidRequest, "bad proxy port in \(text.debugDescription)")
+            }
+            port = number
+            host = String(host[..<colon])
+        }
+        let defaultPort: Int
+        switch kind {
+        case .http: defaultPort = 80
+        case .https: defaultPort = 443
+        case .socks5, .socks5h: defaultPort = 1080
+        }
+        self.init(kind, host: host, port: port ?? defaultPort, credentials: credentials)
+        try validate()
+    }
+
+    /// Checks the host, the port, the bypass list and the credentials.
+    ///
+    /// - Throws: ``TransferError/Code/invalidRequest`` naming what is wrong.
+    public func validate() throws(TransferError) {
+        let bare = Self.bareHost(host)
+        guard !bare.isEmpty else { throw TransferError(.invalidRequest, "the proxy host is empty") }
+        let forbidden = CharacterSet.whitespacesAndNewlines.union(.controlCharacters)
+            .union(CharacterSet(charactersIn: "/?#@[]\\,%\""))
+        let isIPv6 = bare.contains(":")
+        if isIPv6 {
+            guard bare.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+                throw TransferError(.invalidRequest, "bad proxy IPv6 address \(host.debugDescription)")
+            }
+        } else if bare.unicodeScalars.contains(where: { forbidden.contains($0) }) {
+            throw TransferError(.invalidRequest, "bad proxy host \(host.debugDescription)")
+        }
+        guard (1...65535).contains(port) else {
+            throw TransferError(.invalidRequest, "the proxy port \(port) is not in 1...65535")
+        }
+        for entry in bypass {
+            let trimmed = entry.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty else {
+                throw TransferError(.invalidRequest, "an empty entry in the proxy bypass list")
+            }
+            guard !trimmed.unicodeScalars.contains(where: {
+                CharacterSet.whitespacesAndNewlines.union(.controlCharacters).contains($0) || $0 == ","
+            }) else {
+                throw TransferError(.invalidRequest, "bad proxy bypass entry \(entry.debugDescription)")
+            }
+        }
+        if let credentials {
+            let control = CharacterSet.controlCharacters
+            guard !credentials.user.unicodeScalars.contains(where: { control.contains($0) }),
+                !credentials.password.unicodeScalars.contains(where: { control.contains($0) })
+            else {
+                throw TransferError(.invalidRequest, "proxy credentials with a control character")
+            }
+        }
+        if let caFile, caFile.isEmpty || caFile.contains("\n") || caFile.contains("\r") {
+            throw TransferError(.invalidRequest, "bad proxy CA file path \(caFile.debugDescription)")
+        }
+    }
+
+    /// `SCHEME://HOST:PORT` for libcurl (IPv6 in brackets; no credentials).
+    var curlURL: String {
+        let bare = Self.bareHost(host)
+        let hostPart = bare.contains(":") ? "[\(bare)]" : bare
+        return "\(kind.rawValue)://\(hostPart):\(port)"
+    }
+
+    private static func bareHost(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") && host.count >= 2 ? String(host.dropFirst().dropLast()) : host
+    }
+}
+
+extension ProxySetting {
+    /// Fills the proxy fields of `spec` (strings live in `strings`).
+    ///
+    /// - Throws: ``TransferError/Code/invalidRequest`` when the proxy does not validate.
+    func fill(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
+        switch self {
+        case .environment:
+            break  // NULL: libcurl reads the environment
+        case .none:
+            spec.proxy = UnsafePointer(strings.make(""))
+        case .through(let proxy):
+            try proxy.validate()
+            spec.proxy = UnsafePointer(strings.make(proxy.curlURL))
+            if let credentials = proxy.credentials {
+                spec.proxy_user = UnsafePointer(strings.make(credentials.user))
+                spec.proxy_password = UnsafePointer(strings.make(credentials.password))
+            }
+            if !proxy.bypass.isEmpty {
+                let list = proxy.bypass.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ",")
+                spec.no_proxy = UnsafePointer(strings.make(list))
+            }
+            spec.proxy_ca_file = UnsafePointer(strings.make(proxy.caFile))
+        }
+    }
+}
