@@ -400,6 +400,18 @@ func fetch(_ session: SessionManager, _ request: Request, attempts: Int = 3) asy
 }
 }
 
+private func cookbook20() async throws {
+var configuration = SessionConfiguration.default
+configuration.proxy = .through(ProxyConfiguration(
+    .http, host: "proxy.internal", port: 3128,
+    credentials: .init(user: "svc", password: "secret"),
+    bypass: ["localhost", ".internal"]))
+// socks5h (the proxy resolves names), from a curl-style URL:
+configuration.proxy = .through(try ProxyConfiguration(url: "socks5h://127.0.0.1:1080"))
+// no proxy at all, whatever the environment says:
+configuration.proxy = .none
+}
+
 @Suite("Documentation snippets")
 struct DocSnippetsTests {
     @Test("every Swift snippet of docs/ is compiled by this target or TransferTerminalTests")
@@ -422,6 +434,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 35)
+        #expect(count == 36)
     }
 }
