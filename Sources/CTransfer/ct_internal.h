@@ -169,11 +169,6 @@ struct cti_transfer {
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   char *etag;
   char *last_modified;
-  int head_delivered;
-  int head_open;            /* a status line came, its head did not end */
-  int awaiting_disposition;
-  int paused_for_disposition;
-  int paused_by_user;
   int64_t resume_offset;
   int64_t range_start;
   int64_t range_end;
@@ -183,16 +178,16 @@ struct cti_transfer {
   double submit_time;
   double add_time;
 
-  int finished;
-  int added;                /* in the multi handle */
-  int easy_clean;           /* curl ended it fully: the handle may be reused */
+  /* Where the transfer is in its life and why it is paused: changed only
+   * through cti_transfer_set_phase and cti_transfer_pause (ct_phase.c). */
+  ct_phase phase;
+  uint32_t paused;          /* CT_PAUSE_* reasons; libcurl paused if any */
   ct_code local_code;       /* failure found by our callbacks */
   int local_errno;
   char local_message[200];   /* room for two hex SHA-256 digests */
   struct cti_journal *journal;    /* ct_journal.c; NULL: no journal */
   struct cti_checksum *checksum;  /* ct_checksum.c; NULL: no digest */
   struct cti_bucket bucket[2];    /* ct_ratelimit.c: CTI_RECV, CTI_SEND */
-  int rate_paused;
   char errbuf[CURL_ERROR_SIZE];
   struct cti_tls_verdict verdict;
   uint64_t trust_generation;      /* of the CAINFO marker now set */
@@ -218,6 +213,34 @@ double cti_now(void);
  * 7.88 copies CAfile into each new connection; the easy's copy is read
  * only when a connection is created). Loop thread. */
 ct_code cti_transfer_set_trust_marker(struct cti_transfer *t);
+
+/* --- ct_phase.c -------------------------------------------------------- */
+
+/* Move `t` to phase `to` (see ct_phase in ct_loop.h); `why` is static text
+ * for the trace. Moving to the phase it is in does nothing; an illegal
+ * move asserts in debug builds and is counted and ignored otherwise. Loop
+ * thread. */
+void cti_transfer_set_phase(struct cti_transfer *t, ct_phase to,
+                            const char *why);
+/* Set (on) or clear one CT_PAUSE_* reason. The user reason pauses libcurl
+ * with curl_easy_pause; the others are set from libcurl's callbacks, which
+ * return *_PAUSE themselves. libcurl is resumed only when the last reason
+ * clears. Setting a reason outside libcurl (see cti_transfer_in_multi) is
+ * illegal. Loop thread; never from inside a callback when clearing. */
+void cti_transfer_pause(struct cti_transfer *t, uint32_t reason, int on,
+                        const char *why);
+
+/* In libcurl's multi handle: added and not yet finishing. */
+static inline int cti_transfer_in_multi(const struct cti_transfer *t)
+{
+  return t->phase >= CT_PHASE_CONNECTING && t->phase <= CT_PHASE_RECEIVING;
+}
+
+/* The final response head was delivered (and the transfer runs). */
+static inline int cti_transfer_head_delivered(const struct cti_transfer *t)
+{
+  return t->phase == CT_PHASE_DECIDING || t->phase == CT_PHASE_RECEIVING;
+}
 
 /* --- ct_journal.c ------------------------------------------------------ */
 
@@ -313,6 +336,8 @@ struct ct_loop {
   int64_t active;                /* atomic: submitted, not finished */
   uint64_t wakeups;              /* atomic */
   uint64_t multi_errors;         /* atomic: curl_multi_socket_action failed */
+  uint64_t illegal_transitions;  /* atomic: ct_phase.c refused a change */
+  int trace_phases;              /* CT_TRACE_PHASES=1: trace to stderr */
 
   /* loop-wide shared speed limit (token bucket) */
   int64_t total_recv_limit;

@@ -136,15 +136,14 @@ static void easy_give_back(struct ct_loop *loop, CURL *easy, int clean)
     curl_easy_cleanup(easy);
 }
 
-/* Take `t` out of curl and the table, report, free. Loop thread only. */
-static void retire(struct ct_loop *loop, struct cti_transfer *t)
+/* After finishing: take `t` out of the table and free it. `clean`: curl
+ * ended its easy handle fully (or never ran it), so the pool may keep it.
+ * Loop thread only. */
+static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
 {
-  if(t->added) {
-    curl_multi_remove_handle(loop->multi, t->easy);
-    t->added = 0;
-  }
+  cti_transfer_set_phase(t, CT_PHASE_DONE, "retired");
   if(t->easy) {
-    easy_give_back(loop, t->easy, t->easy_clean && !t->added);
+    easy_give_back(loop, t->easy, clean);
     t->easy = NULL;
   }
   table_remove(loop, t);
@@ -171,12 +170,11 @@ static void drain_done(struct ct_loop *loop)
      * and is invalid after curl_multi_remove_handle. */
     {
       CURLcode cc = msg->data.result;
-      t->easy_clean = easy_ended_clean(t->easy, cc);
+      int clean = easy_ended_clean(t->easy, cc);
       curl_multi_remove_handle(loop->multi, t->easy);
-      t->added = 0;
       cti_transfer_finish(t, cc);
+      retire(loop, t, clean);
     }
-    retire(loop, t);
   }
 }
 
@@ -256,14 +254,13 @@ static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
   t->easy = easy_take(loop);
   if(!t->easy) {
     cti_transfer_finish_code(t, CT_E_NO_MEMORY, "cannot create a transfer");
-    retire(loop, t);
+    retire(loop, t, 0);
     return;
   }
   rc = cti_transfer_setup(t);
   if(rc != CT_OK) {
-    t->easy_clean = 1;          /* never added: curl did not run it */
     cti_transfer_finish_code(t, rc, "invalid request");
-    retire(loop, t);
+    retire(loop, t, 1);         /* never added: curl did not run it */
     return;
   }
   t->add_time = cti_now();
@@ -271,10 +268,10 @@ static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
   if(mc != CURLM_OK) {
     cti_transfer_finish_code(t, cti_code_from_multi(mc),
                              curl_multi_strerror(mc));
-    retire(loop, t);
+    retire(loop, t, 0);
     return;
   }
-  t->added = 1;
+  cti_transfer_set_phase(t, CT_PHASE_CONNECTING, "added to curl");
 }
 
 static void cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
@@ -284,19 +281,11 @@ static void cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
     t->flags |= CT_FLAG_KEEP_PARTIAL;
   else if(code == CT_E_CANCELLED)
     t->flags &= ~(uint32_t)CT_FLAG_KEEP_PARTIAL;
-  if(t->added) {
+  if(cti_transfer_in_multi(t))
     curl_multi_remove_handle(loop->multi, t->easy);
-    t->added = 0;
-  }
   cti_transfer_finish_code(t, code, code == CT_E_SHUTDOWN ?
                            "the session was shut down" : "cancelled");
-  retire(loop, t);
-}
-
-static void unpause_if_free(struct cti_transfer *t)
-{
-  if(t->added && !t->paused_by_user && !t->paused_for_disposition)
-    curl_easy_pause(t->easy, CURLPAUSE_CONT);
+  retire(loop, t, 0);
 }
 
 static void run_command(struct ct_loop *loop, struct cti_command *c)
@@ -327,7 +316,7 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     loop->trust_generation++;
     for(t = loop->all; t; t = next) {
       next = t->next;
-      if(!t->finished && t->easy &&
+      if(t->phase < CT_PHASE_FINISHING && t->easy &&
          cti_transfer_set_trust_marker(t) != CT_OK)
         cancel_transfer(loop, t, 0, CT_E_NO_MEMORY);  /* fail closed */
     }
@@ -342,21 +331,15 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     cancel_transfer(loop, t, c->arg, CT_E_CANCELLED);
     break;
   case CTI_CMD_PAUSE:
-    if(!t->paused_by_user && t->added) {
-      t->paused_by_user = 1;
-      curl_easy_pause(t->easy, CURLPAUSE_ALL);
-    }
+    if(cti_transfer_in_multi(t))
+      cti_transfer_pause(t, CT_PAUSE_USER, 1, "suspended");
     break;
   case CTI_CMD_RESUME:
-    if(t->paused_by_user) {
-      t->paused_by_user = 0;
-      unpause_if_free(t);
-    }
+    cti_transfer_pause(t, CT_PAUSE_USER, 0, "resumed");
     break;
   case CTI_CMD_DISPOSITION:
-    if(!t->awaiting_disposition)
+    if(t->phase != CT_PHASE_DECIDING)
       break;
-    t->awaiting_disposition = 0;
     if(c->arg == CT_DISPOSITION_CANCEL) {
       cancel_transfer(loop, t, 0, CT_E_CANCELLED);
       break;
@@ -378,10 +361,8 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
         break;
       }
     }
-    if(t->paused_for_disposition) {
-      t->paused_for_disposition = 0;
-      unpause_if_free(t);
-    }
+    cti_transfer_set_phase(t, CT_PHASE_RECEIVING, "disposition answered");
+    cti_transfer_pause(t, CT_PAUSE_DISPOSITION, 0, "disposition answered");
     break;
   case CTI_CMD_SPEED:
     /* Read by the rate buckets at the next chunk (ct_ratelimit.c). */
@@ -617,6 +598,10 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
   loop->rate_timerfd = -1;
   pthread_mutex_init(&loop->lock, NULL);
   loop->config = *config;
+  {
+    const char *trace = getenv("CT_TRACE_PHASES");
+    loop->trace_phases = trace && trace[0] == '1';
+  }
   loop->ca_file = cti_strdup(config->ca_file);
   loop->config.ca_file = loop->ca_file;
   loop->next_id = 1;

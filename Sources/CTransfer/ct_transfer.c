@@ -271,7 +271,9 @@ static void deliver_head(struct cti_transfer *t)
   long version = 0;
   int64_t expected = -1;
 
-  t->head_delivered = 1;
+  cti_transfer_set_phase(t, (t->flags & CT_FLAG_AWAIT_DISPOSITION) ?
+                         CT_PHASE_DECIDING : CT_PHASE_RECEIVING,
+                         "final head");
   curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
   curl_easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &version);
 
@@ -349,8 +351,6 @@ static void deliver_head(struct cti_transfer *t)
      t->local_code == CT_OK)
     cti_sink_reserve_memory(&t->sink, t->content_length);
 
-  if(t->flags & CT_FLAG_AWAIT_DISPOSITION)
-    t->awaiting_disposition = 1;
   if(!cb->on_response)
     return;
   head.status = t->status;
@@ -392,7 +392,10 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
     if(t->hdr)
       t->hdr[0] = 0;       /* no stale line of the previous head */
     t->status = sp ? status_code(sp + 1, len - (size_t)(sp + 1 - data)) : 0;
-    t->head_open = 1;
+    /* A status line after the final head (a broken server) changes no
+     * phase: that head was delivered already. */
+    if(t->phase == CT_PHASE_CONNECTING)
+      cti_transfer_set_phase(t, CT_PHASE_HEAD, "status line");
     t->content_length = -1;
     t->content_range_start = -1;
     t->body_decoded = 0;
@@ -405,12 +408,17 @@ static size_t header_cb(char *data, size_t size, size_t nitems, void *userp)
   }
   if(len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')) {
     /* End of this head. Deliver it if it is the final response. */
-    t->head_open = 0;
-    if(t->status >= 100 && t->status < 200)
+    if(t->status >= 100 && t->status < 200) {
+      if(t->phase == CT_PHASE_HEAD)
+        cti_transfer_set_phase(t, CT_PHASE_CONNECTING, "informational head");
       return len;
-    if(is_redirect_to_follow(t))
+    }
+    if(is_redirect_to_follow(t)) {
+      if(t->phase == CT_PHASE_HEAD)
+        cti_transfer_set_phase(t, CT_PHASE_CONNECTING, "redirect");
       return len;
-    if(!t->head_delivered)
+    }
+    if(!cti_transfer_head_delivered(t))
       deliver_head(t);
     return len;
   }
@@ -493,13 +501,13 @@ static size_t write_cb(char *data, size_t size, size_t nmemb, void *userp)
   size_t len = size * nmemb;
   ct_code rc;
 
-  if(!t->head_delivered)
+  if(!cti_transfer_head_delivered(t))
     deliver_head(t);       /* HTTP/1.0 or odd servers: no blank line seen */
   if(t->local_code != CT_OK)
     return 0;              /* CURLE_WRITE_ERROR; local_code says why */
-  if(t->awaiting_disposition) {
+  if(t->phase == CT_PHASE_DECIDING) {
     /* curl keeps this chunk and hands it again after the unpause. */
-    t->paused_for_disposition = 1;
+    cti_transfer_pause(t, CT_PAUSE_DISPOSITION, 1, "body before the answer");
     return CURL_WRITEFUNC_PAUSE;
   }
   if(t->status >= 300 && t->status < 400 && is_redirect_to_follow(t))
@@ -947,9 +955,10 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
     }
   }
   memset(&st, 0, sizeof(st));
-  st.in_head = t->head_open;
-  st.in_body = t->head_delivered;
-  st.following_redirect = !t->head_open && is_redirect_to_follow(t);
+  st.in_head = t->phase == CT_PHASE_HEAD;
+  st.in_body = cti_transfer_head_delivered(t);
+  st.following_redirect = t->phase != CT_PHASE_HEAD &&
+    is_redirect_to_follow(t);
   st.chunked = t->chunked;
   if(!t->easy ||
      curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK)
@@ -972,11 +981,13 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   char *redirect = NULL;
   int keep = (t->flags & CT_FLAG_KEEP_PARTIAL) != 0;
 
-  if(t->finished)
+  if(t->phase >= CT_PHASE_FINISHING)
     return;
-  t->finished = 1;
+  cti_transfer_set_phase(t, CT_PHASE_FINISHING, code == CT_OK ? "completed" :
+                         code == CT_E_CANCELLED ? "cancelled" :
+                         code == CT_E_SHUTDOWN ? "shut down" : "failed");
   memset(&r, 0, sizeof(r));
-  if(t->easy && (t->added || t->add_time > 0))
+  if(t->easy && t->add_time > 0)
     collect_metrics(t, &r.metrics);
   else
     r.metrics.queued = cti_now() - t->submit_time;
