@@ -63,6 +63,10 @@ void cti_sink_init(struct cti_sink *sink);
  * a new one is created 0600. `mode` is one of CTI_SINK_*. */
 ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
                            int mode);
+/* A memory sink becomes a file sink writing the part file `part_path`
+ * (moved in: the sink frees it) from offset 0, kept there on success (no
+ * rename). On failure `failed` names the step and sys_errno says why. */
+ct_code cti_sink_become_file(struct cti_sink *sink, char *part_path);
 /* Start over at offset 0 (a 200 answered a range request). */
 ct_code cti_sink_restart(struct cti_sink *sink);
 /* Hint the final size so the file system can allocate it in few pieces.
@@ -204,6 +208,10 @@ void cti_transfer_finish(struct cti_transfer *t, CURLcode cc);
 void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,
                               const char *message);
 void cti_transfer_free(struct cti_transfer *t);
+/* Record the first local cause of failure (later ones are ignored): the
+ * result then carries `code`, `err` as sys_errno and `message`. */
+void cti_transfer_set_error(struct cti_transfer *t, ct_code code, int err,
+                            const char *message);
 void cti_transfer_emit_progress(struct cti_transfer *t, int force);
 double cti_now(void);
 /* (Re)set the CURLOPT_CAINFO trust marker from loop->trust_generation, so

@@ -178,6 +178,45 @@ static void drain_done(struct ct_loop *loop)
   }
 }
 
+static void fail_transfer(struct ct_loop *loop, struct cti_transfer *t,
+                          ct_code code, const char *message);
+
+/* curl_multi_socket_action failed for another reason than a forgotten
+ * socket (out of memory, an internal error): curl may never drive the
+ * transfers of that call again, and one without a timeout would wait
+ * forever. They end now with a typed error (CT_E_NO_MEMORY for out of
+ * memory): for a socket, the transfers that opened it or were last polled
+ * on it; for the timeout, or when none of those is still in curl, every
+ * transfer in curl, since which ones curl failed to run is unknown. */
+static void fail_driven(struct ct_loop *loop, curl_socket_t s, CURLMcode mc)
+{
+  ct_code code = cti_code_from_multi(mc);
+  const char *text = curl_multi_strerror(mc);
+  uint64_t opener = 0;
+  uint64_t user = 0;
+  struct cti_transfer *t;
+  struct cti_transfer *next;
+  int known = 0;
+
+  if(s != CURL_SOCKET_TIMEOUT && s >= 0 && (size_t)s < loop->socket_cap &&
+     loop->sockets[s].open) {
+    opener = loop->sockets[s].opener;
+    user = loop->sockets[s].user;
+  }
+  for(t = loop->all; t; t = t->next) {
+    if(cti_transfer_in_multi(t) && (t->id == opener || t->id == user))
+      known = 1;
+  }
+  for(t = loop->all; t; t = next) {
+    next = t->next;
+    if(!cti_transfer_in_multi(t))
+      continue;
+    if(known && t->id != opener && t->id != user)
+      continue;
+    fail_transfer(loop, t, code, text);
+  }
+}
+
 static void socket_action(struct ct_loop *loop, curl_socket_t s, int bits)
 {
   int running = 0;
@@ -186,14 +225,15 @@ static void socket_action(struct ct_loop *loop, curl_socket_t s, int bits)
     /* curl already forgot the socket (closed between the event and now).
      * Benign, but stop watching it so a stale registration cannot spin. */
     epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s, NULL);   /* EBADF if closed */
+    drain_done(loop);
+    return;
   }
-  else if(mc != CURLM_OK) {
-    /* Out of memory or an internal curl error: the transfers curl could
-     * not drive still end through their own timeouts or errors, which
-     * drain_done reports. Counted in multi_errors. */
-    __atomic_add_fetch(&loop->multi_errors, 1, __ATOMIC_RELAXED);
-  }
+  /* Whatever curl finished before it failed is reported first. */
   drain_done(loop);
+  if(mc != CURLM_OK) {
+    __atomic_add_fetch(&loop->multi_errors, 1, __ATOMIC_RELAXED);
+    fail_driven(loop, s, mc);
+  }
 }
 
 /* --- curl callbacks -------------------------------------------------- */
@@ -274,6 +314,17 @@ static void add_transfer(struct ct_loop *loop, struct cti_transfer *t)
   cti_transfer_set_phase(t, CT_PHASE_CONNECTING, "added to curl");
 }
 
+/* End `t` now with `code` (a local cause recorded before wins, unless
+ * the code is a cancel). */
+static void fail_transfer(struct ct_loop *loop, struct cti_transfer *t,
+                          ct_code code, const char *message)
+{
+  if(cti_transfer_in_multi(t))
+    curl_multi_remove_handle(loop->multi, t->easy);
+  cti_transfer_finish_code(t, code, message);
+  retire(loop, t, 0);
+}
+
 static void cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
                             int keep_partial, ct_code code)
 {
@@ -281,11 +332,8 @@ static void cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
     t->flags |= CT_FLAG_KEEP_PARTIAL;
   else if(code == CT_E_CANCELLED)
     t->flags &= ~(uint32_t)CT_FLAG_KEEP_PARTIAL;
-  if(cti_transfer_in_multi(t))
-    curl_multi_remove_handle(loop->multi, t->easy);
-  cti_transfer_finish_code(t, code, code == CT_E_SHUTDOWN ?
-                           "the session was shut down" : "cancelled");
-  retire(loop, t, 0);
+  fail_transfer(loop, t, code, code == CT_E_SHUTDOWN ?
+                "the session was shut down" : "cancelled");
 }
 
 static void run_command(struct ct_loop *loop, struct cti_command *c)
@@ -345,19 +393,12 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
       break;
     }
     if(c->arg == CT_DISPOSITION_BECOME_FILE && c->path) {
-      ct_code rc;
-      free(t->sink.mem);
-      t->sink.mem = NULL;
-      t->sink.mem_len = t->sink.mem_cap = 0;
-      t->sink.kind = CT_SINK_FILE;
-      free(t->sink.part_path);
-      t->sink.part_path = c->path;    /* moved */
-      c->path = NULL;
-      free(t->sink.path);
-      t->sink.path = NULL;             /* the part file is the result */
-      rc = cti_sink_open_file(&t->sink, 0, 1);
+      ct_code rc = cti_sink_become_file(&t->sink, c->path);
+      c->path = NULL;                  /* moved */
       if(rc != CT_OK) {
-        cancel_transfer(loop, t, 0, rc);
+        /* A file error naming the step and its errno, not a cancel. */
+        cti_transfer_set_error(t, rc, t->sink.sys_errno, t->sink.failed);
+        fail_transfer(loop, t, rc, t->sink.failed);
         break;
       }
     }

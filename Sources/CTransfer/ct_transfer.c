@@ -55,6 +55,12 @@ static void set_local_error(struct cti_transfer *t, ct_code code, int err,
   cti_copy_message(t->local_message, sizeof(t->local_message), message);
 }
 
+void cti_transfer_set_error(struct cti_transfer *t, ct_code code, int err,
+                            const char *message)
+{
+  set_local_error(t, code, err, message);
+}
+
 ct_code cti_transfer_create(struct ct_loop *loop,
                             const struct ct_transfer_spec *spec, void *ctx,
                             struct cti_transfer **out)
