@@ -350,8 +350,6 @@ struct ct_loop {
   /* loop-wide shared speed limit (token bucket) */
   int64_t total_recv_limit;
   int64_t total_send_limit;
-  double bucket_time;
-  int64_t bucket_tokens;
   struct cti_bucket total_bucket[2];   /* ct_ratelimit.c */
   int rate_timerfd;
   double rate_deadline;                /* armed wake-up; 0: none */

@@ -103,8 +103,11 @@ void ct_loop_config_init(struct ct_loop_config *_Nonnull config);
 
 /**
  * Create a loop and start its thread. On CT_OK `*out` owns the loop until
- * ct_loop_destroy(). Fails with CT_E_SYSTEM (errno in `*out_errno` when not
- * NULL) if the kernel refuses an fd or the thread.
+ * ct_loop_destroy(). Fails with CT_E_INVALID_ARGUMENT for a NULL argument,
+ * CT_E_NO_MEMORY, CT_E_SYSTEM if the kernel refuses an fd or the thread,
+ * or the code of a failed libcurl start (CT_E_UNSUPPORTED: too old or
+ * missing a feature) or CA bundle load; `*out` is NULL then. No errno is
+ * reported.
  */
 ct_code ct_loop_create(const struct ct_loop_config *_Nonnull config,
                        struct ct_loop *_Nullable *_Nonnull out);
