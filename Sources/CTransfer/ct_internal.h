@@ -283,7 +283,7 @@ void cti_checksum_update(struct cti_transfer *t, const void *data,
 ct_code cti_checksum_verify(struct cti_transfer *t);
 void cti_checksum_free(struct cti_checksum *c);
 
-/* --- ct_loop.c --------------------------------------------------------- */
+/* --- ct_loop.c, ct_command.c, ct_loop_transfers.c, ct_pool.c ---------- */
 
 enum cti_command_kind {
   CTI_CMD_SUBMIT,
@@ -354,6 +354,29 @@ struct ct_loop {
   int rate_timerfd;
   double rate_deadline;                /* armed wake-up; 0: none */
 };
+
+/* ct_command.c: run the queued commands (then honour a stop request). */
+void cti_command_drain(struct ct_loop *loop);
+
+/* ct_loop_transfers.c, loop thread. Insert `t` in the id table. */
+void cti_loop_insert(struct ct_loop *loop, struct cti_transfer *t);
+/* Insert `t`, set it up and hand it to libcurl, or finish it. */
+void cti_loop_add(struct ct_loop *loop, struct cti_transfer *t);
+/* Finish and retire every transfer libcurl reports done. */
+void cti_loop_drain_done(struct ct_loop *loop);
+/* End `t` now with `code` and `message`, then retire it. */
+void cti_loop_fail(struct ct_loop *loop, struct cti_transfer *t,
+                   ct_code code, const char *message);
+/* Cancel `t` (CT_E_CANCELLED or CT_E_SHUTDOWN as `code`). */
+void cti_loop_cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
+                              int keep_partial, ct_code code);
+
+/* ct_pool.c, loop thread: a reset handle from the pool, or a new one. */
+CURL *cti_easy_take(struct ct_loop *loop);
+/* Whether `easy` may go back to the pool after CURLMSG_DONE with `cc`. */
+int cti_easy_ended_clean(CURL *easy, CURLcode cc);
+/* Pool `easy` (reset) when `clean` and there is room, else clean it up. */
+void cti_easy_give_back(struct ct_loop *loop, CURL *easy, int clean);
 
 /* --- ct_tls_sockets.c ------------------------------------------------- */
 
