@@ -125,7 +125,7 @@ long cti_rate_http_version(struct cti_transfer *t, long wanted);
  * transfer: record in its counters how much libcurl held for it. */
 void cti_rate_note_held(struct cti_transfer *t, size_t len);
 
-/* --- ct_transfer.c ----------------------------------------------------- */
+/* --- ct_transfer.c, ct_request.c, ct_response.c, ct_body.c, ct_result.c */
 
 struct cti_transfer {
   uint64_t id;
@@ -221,6 +221,22 @@ double cti_now(void);
  * 7.88 copies CAfile into each new connection; the easy's copy is read
  * only when a connection is created). Loop thread. */
 ct_code cti_transfer_set_trust_marker(struct cti_transfer *t);
+
+static inline void cti_counter_store(int64_t *field, int64_t value)
+{
+  __atomic_store_n(field, value, __ATOMIC_RELAXED);
+}
+/* ct_response.c: the head of this hop is a redirect curl follows. */
+int cti_transfer_redirect_followed(struct cti_transfer *t);
+/* ct_response.c: the final head came: open the sink, call on_response. */
+void cti_transfer_deliver_head(struct cti_transfer *t);
+/* libcurl callbacks, installed by cti_transfer_setup (ct_request.c). */
+size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp);
+size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp);
+size_t cti_read_cb(char *buffer, size_t size, size_t nitems, void *userp);
+int cti_seek_cb(void *userp, curl_off_t offset, int origin);
+int cti_xferinfo_cb(void *userp, curl_off_t dltotal, curl_off_t dlnow,
+                    curl_off_t ultotal, curl_off_t ulnow);
 
 /* --- ct_phase.c -------------------------------------------------------- */
 
