@@ -26,9 +26,10 @@ struct PhaseOutcome: Sendable {
 }
 
 /// A loop whose phase trace and results the test reads. Callbacks run on the loop thread.
+/// Shared state is in `Locked` (NSLock), which TSan understands, not in `Mutex`.
 final class PhaseHarness: Sendable {
-    let events = Mutex<[UInt64: [PhaseEvent]]>([:])
-    let outcomes = Mutex<[UInt64: [PhaseOutcome]]>([:])
+    let events = Locked<[UInt64: [PhaseEvent]]>([:])
+    let outcomes = Locked<[UInt64: [PhaseOutcome]]>([:])
     /// When set, every transfer entering FINISHING is cancelled from on_phase.
     let cancelWhenFinishing = Atomic<Bool>(false)
     let lateCancels = Atomic<Int>(0)
@@ -101,7 +102,7 @@ final class PhaseHarness: Sendable {
         return id
     }
 
-    let tags = Mutex<[UInt64: UInt64]>([:])
+    let tags = Locked<[UInt64: UInt64]>([:])
 
     func trace(_ id: UInt64) -> [PhaseEvent] { events.withLock { $0[id] ?? [] } }
     func phases(_ id: UInt64) -> [ct_phase] { trace(id).filter { $0.from != $0.to }.map(\.to) }
@@ -249,6 +250,41 @@ struct PhaseTests {
         let finishing = harness.trace(id).first { $0.to == CT_PHASE_FINISHING }
         #expect(finishing?.from == phase)
         #expect(finishing?.why == "cancelled")
+    }
+
+    @Test("cancel while the head is arriving ends the transfer exactly once, cancelled")
+    func cancelInHead() throws {
+        // Given a server that sends a status line and one header, then nothing
+        let listener = try LoopbackListener.open(backlog: 4)
+        defer { close(listener.fd) }
+        let thread = Thread {
+            let client = accept(listener.fd, nil, nil)
+            guard client >= 0 else { return }
+            defer { close(client) }
+            var request = [UInt8]()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while !request.suffix(4).elementsEqual(Array("\r\n\r\n".utf8)) {
+                let n = recv(client, &buffer, buffer.count, 0)
+                if n <= 0 { return }
+                request += buffer[0..<n]
+            }
+            let partial = Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n".utf8)
+            _ = send(client, partial, partial.count, Int32(MSG_NOSIGNAL))
+            // Held until the client hangs up.
+            while recv(client, &buffer, buffer.count, 0) > 0 {}
+        }
+        thread.start()
+        let harness = try PhaseHarness()
+
+        // When the transfer is cancelled with its head half read
+        let id = try harness.submit("http://127.0.0.1:\(listener.port)/half-head")
+        try harness.waitForPhase(id, CT_PHASE_HEAD)
+
+        // Then it ends once, cancelled, from the head phase
+        try cancel(harness, id, from: CT_PHASE_HEAD)
+        #expect(ct_loop_illegal_transitions(harness.loop) == 0)
+        harness.destroy()
+        #expect(harness.results(id).count == 1)
     }
 
     @Test("cancel in each phase ends the transfer exactly once, cancelled")
