@@ -63,6 +63,10 @@ void cti_sink_init(struct cti_sink *sink);
  * a new one is created 0600. `mode` is one of CTI_SINK_*. */
 ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
                            int mode);
+/* A memory sink becomes a file sink writing the part file `part_path`
+ * (moved in: the sink frees it) from offset 0, kept there on success (no
+ * rename). On failure `failed` names the step and sys_errno says why. */
+ct_code cti_sink_become_file(struct cti_sink *sink, char *part_path);
 /* Start over at offset 0 (a 200 answered a range request). */
 ct_code cti_sink_restart(struct cti_sink *sink);
 /* Hint the final size so the file system can allocate it in few pieces.
@@ -121,7 +125,7 @@ long cti_rate_http_version(struct cti_transfer *t, long wanted);
  * transfer: record in its counters how much libcurl held for it. */
 void cti_rate_note_held(struct cti_transfer *t, size_t len);
 
-/* --- ct_transfer.c ----------------------------------------------------- */
+/* --- ct_transfer.c, ct_request.c, ct_response.c, ct_body.c, ct_result.c */
 
 struct cti_transfer {
   uint64_t id;
@@ -169,11 +173,6 @@ struct cti_transfer {
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   char *etag;
   char *last_modified;
-  int head_delivered;
-  int head_open;            /* a status line came, its head did not end */
-  int awaiting_disposition;
-  int paused_for_disposition;
-  int paused_by_user;
   int64_t resume_offset;
   int64_t range_start;
   int64_t range_end;
@@ -183,16 +182,16 @@ struct cti_transfer {
   double submit_time;
   double add_time;
 
-  int finished;
-  int added;                /* in the multi handle */
-  int easy_clean;           /* curl ended it fully: the handle may be reused */
+  /* Where the transfer is in its life and why it is paused: changed only
+   * through cti_transfer_set_phase and cti_transfer_pause (ct_phase.c). */
+  ct_phase phase;
+  uint32_t paused;          /* CT_PAUSE_* reasons; libcurl paused if any */
   ct_code local_code;       /* failure found by our callbacks */
   int local_errno;
   char local_message[200];   /* room for two hex SHA-256 digests */
   struct cti_journal *journal;    /* ct_journal.c; NULL: no journal */
   struct cti_checksum *checksum;  /* ct_checksum.c; NULL: no digest */
   struct cti_bucket bucket[2];    /* ct_ratelimit.c: CTI_RECV, CTI_SEND */
-  int rate_paused;
   char errbuf[CURL_ERROR_SIZE];
   struct cti_tls_verdict verdict;
   uint64_t trust_generation;      /* of the CAINFO marker now set */
@@ -210,6 +209,10 @@ void cti_transfer_finish(struct cti_transfer *t, CURLcode cc);
 void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,
                               const char *message);
 void cti_transfer_free(struct cti_transfer *t);
+/* Record the first local cause of failure (later ones are ignored): the
+ * result then carries `code`, `err` as sys_errno and `message`. */
+void cti_transfer_set_error(struct cti_transfer *t, ct_code code, int err,
+                            const char *message);
 void cti_transfer_emit_progress(struct cti_transfer *t, int force);
 double cti_now(void);
 /* (Re)set the CURLOPT_CAINFO trust marker from loop->trust_generation, so
@@ -219,6 +222,50 @@ double cti_now(void);
  * 7.88 copies CAfile into each new connection; the easy's copy is read
  * only when a connection is created). Loop thread. */
 ct_code cti_transfer_set_trust_marker(struct cti_transfer *t);
+
+static inline void cti_counter_store(int64_t *field, int64_t value)
+{
+  __atomic_store_n(field, value, __ATOMIC_RELAXED);
+}
+/* ct_response.c: the head of this hop is a redirect curl follows. */
+int cti_transfer_redirect_followed(struct cti_transfer *t);
+/* ct_response.c: the final head came: open the sink, call on_response. */
+void cti_transfer_deliver_head(struct cti_transfer *t);
+/* libcurl callbacks, installed by cti_transfer_setup (ct_request.c). */
+size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp);
+size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp);
+size_t cti_read_cb(char *buffer, size_t size, size_t nitems, void *userp);
+int cti_seek_cb(void *userp, curl_off_t offset, int origin);
+int cti_xferinfo_cb(void *userp, curl_off_t dltotal, curl_off_t dlnow,
+                    curl_off_t ultotal, curl_off_t ulnow);
+
+/* --- ct_phase.c -------------------------------------------------------- */
+
+/* Move `t` to phase `to` (see ct_phase in ct_loop.h); `why` is static text
+ * for the trace. Moving to the phase it is in does nothing; an illegal
+ * move asserts in debug builds and is counted and ignored otherwise. Loop
+ * thread. */
+void cti_transfer_set_phase(struct cti_transfer *t, ct_phase to,
+                            const char *why);
+/* Set (on) or clear one CT_PAUSE_* reason. The user reason pauses libcurl
+ * with curl_easy_pause; the others are set from libcurl's callbacks, which
+ * return *_PAUSE themselves. libcurl is resumed only when the last reason
+ * clears. Setting a reason outside libcurl (see cti_transfer_in_multi) is
+ * illegal. Loop thread; never from inside a callback when clearing. */
+void cti_transfer_pause(struct cti_transfer *t, uint32_t reason, int on,
+                        const char *why);
+
+/* In libcurl's multi handle: added and not yet finishing. */
+static inline int cti_transfer_in_multi(const struct cti_transfer *t)
+{
+  return t->phase >= CT_PHASE_CONNECTING && t->phase <= CT_PHASE_RECEIVING;
+}
+
+/* The final response head was delivered (and the transfer runs). */
+static inline int cti_transfer_head_delivered(const struct cti_transfer *t)
+{
+  return t->phase == CT_PHASE_DECIDING || t->phase == CT_PHASE_RECEIVING;
+}
 
 /* --- ct_proxy.c -------------------------------------------------------- */
 
@@ -270,7 +317,7 @@ void cti_checksum_update(struct cti_transfer *t, const void *data,
 ct_code cti_checksum_verify(struct cti_transfer *t);
 void cti_checksum_free(struct cti_checksum *c);
 
-/* --- ct_loop.c --------------------------------------------------------- */
+/* --- ct_loop.c, ct_command.c, ct_loop_transfers.c, ct_pool.c ---------- */
 
 enum cti_command_kind {
   CTI_CMD_SUBMIT,
@@ -331,16 +378,39 @@ struct ct_loop {
   int64_t active;                /* atomic: submitted, not finished */
   uint64_t wakeups;              /* atomic */
   uint64_t multi_errors;         /* atomic: curl_multi_socket_action failed */
+  uint64_t illegal_transitions;  /* atomic: ct_phase.c refused a change */
+  int trace_phases;              /* CT_TRACE_PHASES=1: trace to stderr */
 
   /* loop-wide shared speed limit (token bucket) */
   int64_t total_recv_limit;
   int64_t total_send_limit;
-  double bucket_time;
-  int64_t bucket_tokens;
   struct cti_bucket total_bucket[2];   /* ct_ratelimit.c */
   int rate_timerfd;
   double rate_deadline;                /* armed wake-up; 0: none */
 };
+
+/* ct_command.c: run the queued commands (then honour a stop request). */
+void cti_command_drain(struct ct_loop *loop);
+
+/* ct_loop_transfers.c, loop thread. Insert `t` in the id table. */
+void cti_loop_insert(struct ct_loop *loop, struct cti_transfer *t);
+/* Insert `t`, set it up and hand it to libcurl, or finish it. */
+void cti_loop_add(struct ct_loop *loop, struct cti_transfer *t);
+/* Finish and retire every transfer libcurl reports done. */
+void cti_loop_drain_done(struct ct_loop *loop);
+/* End `t` now with `code` and `message`, then retire it. */
+void cti_loop_fail(struct ct_loop *loop, struct cti_transfer *t,
+                   ct_code code, const char *message);
+/* Cancel `t` (CT_E_CANCELLED or CT_E_SHUTDOWN as `code`). */
+void cti_loop_cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
+                              int keep_partial, ct_code code);
+
+/* ct_pool.c, loop thread: a reset handle from the pool, or a new one. */
+CURL *cti_easy_take(struct ct_loop *loop);
+/* Whether `easy` may go back to the pool after CURLMSG_DONE with `cc`. */
+int cti_easy_ended_clean(CURL *easy, CURLcode cc);
+/* Pool `easy` (reset) when `clean` and there is room, else clean it up. */
+void cti_easy_give_back(struct ct_loop *loop, CURL *easy, int clean);
 
 /* --- ct_tls_sockets.c ------------------------------------------------- */
 

@@ -144,7 +144,8 @@ int cti_rate_blocked(struct cti_transfer *t, int dir)
   }
   if(wait <= 0)
     return 0;
-  t->rate_paused = 1;
+  cti_transfer_pause(t, CT_PAUSE_RATE, 1, dir == CTI_RECV ?
+                     "over the receive rate" : "over the send rate");
   arm(loop, now, wait);
   return 1;
 }
@@ -169,11 +170,8 @@ void cti_rate_on_timer(struct ct_loop *loop)
    * or pauses it once more (and re-arms the timer). Transfers paused by
    * the user or waiting for a disposition stay paused. */
   for(t = loop->all; t; t = t->next) {
-    if(!t->rate_paused)
-      continue;
-    t->rate_paused = 0;
-    if(t->added && !t->paused_by_user && !t->paused_for_disposition)
-      curl_easy_pause(t->easy, CURLPAUSE_CONT);
+    if(t->paused & CT_PAUSE_RATE)
+      cti_transfer_pause(t, CT_PAUSE_RATE, 0, "rate timer");
   }
 }
 

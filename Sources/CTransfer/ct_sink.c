@@ -423,6 +423,19 @@ void cti_sink_abandon(struct cti_sink *sink, int keep)
     unlink(sink->part_path);
 }
 
+ct_code cti_sink_become_file(struct cti_sink *sink, char *part_path)
+{
+  free(sink->mem);
+  sink->mem = NULL;
+  sink->mem_len = sink->mem_cap = sink->mem_hint = 0;
+  sink->kind = CT_SINK_FILE;
+  free(sink->part_path);
+  sink->part_path = part_path;
+  free(sink->path);
+  sink->path = NULL;                 /* the part file is the result */
+  return cti_sink_open_file(sink, 0, CTI_SINK_TRUNCATE);
+}
+
 void cti_sink_free(struct cti_sink *sink)
 {
   if(sink->fd >= 0)

@@ -33,7 +33,6 @@ struct ca_cache {
 struct cti_tls_state {
   X509_STORE *anchors;                 /* one reference owned here */
   struct ct_trust_policy *policy;      /* retained, frozen; may be NULL */
-  uint64_t generation;
   struct ca_cache *cache;              /* per-transfer CA files */
 };
 
@@ -146,13 +145,7 @@ void cti_tls_state_set_policy(struct cti_tls_state *s,
     ct_trust_policy_retain(policy);
   }
   s->policy = policy;
-  s->generation++;
   ct_trust_policy_release(old);   /* open connections keep their own ref */
-}
-
-uint64_t cti_tls_state_generation(const struct cti_tls_state *s)
-{
-  return s->generation;
 }
 
 /* The store for a per-transfer CA file, loaded on first use. Borrowed. */

@@ -66,14 +66,9 @@ ct_code cti_tls_state_create(const char *_Nullable ca_file,
 void cti_tls_state_free(struct cti_tls_state *_Nullable state);
 
 /* Replace the policy: retains and freezes the new one, releases the old
- * one. Bumps the generation. Loop thread only. */
+ * one. Loop thread only (the loop bumps its trust_generation). */
 void cti_tls_state_set_policy(struct cti_tls_state *_Nonnull state,
                               struct ct_trust_policy *_Nullable policy);
-
-/* Incremented by every set_policy: a loop that caches TLS sessions should
- * drop them when it changes (a resumed session skips verification). */
-uint64_t cti_tls_state_generation(const struct cti_tls_state *_Nonnull
-                                  state);
 
 /* Filled by the verification; owned by the transfer and zeroed when the
  * transfer starts. Written on the loop thread during handshakes only. */

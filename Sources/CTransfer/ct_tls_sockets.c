@@ -95,7 +95,7 @@ static int is_live(struct ct_loop *loop, uint64_t id)
 {
   struct cti_transfer *t = id ? cti_loop_find(loop, id) : NULL;
 
-  return t && !t->finished;
+  return t && t->phase < CT_PHASE_FINISHING;
 }
 
 void cti_tls_close_stale_sockets(struct ct_loop *loop)

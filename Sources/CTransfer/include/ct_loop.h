@@ -18,6 +18,63 @@ extern "C" {
 
 struct ct_loop;
 
+/*
+ * The phase of a transfer (ct_phase.c). Every transfer moves forward
+ * through these, one setter at a time, and ends in CT_PHASE_DONE:
+ *
+ *   QUEUED      submitted; not yet handed to libcurl (in the command queue).
+ *   CONNECTING  in libcurl's multi handle, no response head being read:
+ *               waiting for a connection slot, resolving, connecting, TLS,
+ *               sending the request (and its body), waiting for a status
+ *               line; also between the hops of a redirect or after a 1xx.
+ *   HEAD        a status line came; the rest of its head has not.
+ *   DECIDING    the final head was delivered (on_response) and the owner
+ *               asked to answer it (CT_FLAG_AWAIT_DISPOSITION): no body byte
+ *               is passed on until ct_loop_set_disposition().
+ *   RECEIVING   the final head was delivered; the body flows.
+ *   FINISHING   out of libcurl: the result is built, the file committed or
+ *               abandoned, on_finish called.
+ *   DONE        retired: the easy handle went back to the pool or was
+ *               cleaned up; the transfer is about to be freed.
+ *
+ * Legal moves: QUEUED -> CONNECTING | FINISHING; CONNECTING -> HEAD |
+ * DECIDING | RECEIVING | FINISHING; HEAD -> CONNECTING (1xx, redirect) |
+ * DECIDING | RECEIVING | FINISHING; DECIDING -> RECEIVING | FINISHING;
+ * RECEIVING -> FINISHING; FINISHING -> DONE.
+ *
+ * Pausing is not a phase but a set of reasons (CT_PAUSE_*) beside it: a
+ * transfer may be paused while connecting (an upload held by its rate) or
+ * while deciding or receiving. libcurl is paused while any reason is set
+ * and resumed only when the last one clears.
+ */
+typedef enum ct_phase {
+  CT_PHASE_QUEUED = 0,
+  CT_PHASE_CONNECTING = 1,
+  CT_PHASE_HEAD = 2,
+  CT_PHASE_DECIDING = 3,
+  CT_PHASE_RECEIVING = 4,
+  CT_PHASE_FINISHING = 5,
+  CT_PHASE_DONE = 6
+} ct_phase;
+
+#define CT_PAUSE_USER        (1u << 0)   /* ct_loop_pause() */
+#define CT_PAUSE_DISPOSITION (1u << 1)   /* body came while DECIDING */
+#define CT_PAUSE_RATE        (1u << 2)   /* over a speed limit, for now */
+#define CT_PAUSE_SOURCE      (1u << 3)   /* reserved: body source empty */
+
+/* One change of phase or of pause reasons, for tracing. */
+struct ct_phase_event {
+  uint64_t id;                 /* the transfer */
+  ct_phase from;
+  ct_phase to;                 /* == from when only the reasons changed */
+  uint32_t paused_before;      /* CT_PAUSE_* bits */
+  uint32_t paused_after;
+  const char *_Nonnull why;    /* static text, e.g. "status line" */
+};
+
+/* "queued", "connecting", ...; "?" for a value out of range. */
+const char *_Nonnull ct_phase_name(ct_phase phase);
+
 struct ct_loop_config {
   struct ct_callbacks callbacks;       /* shared by all transfers */
   void *_Nullable batch_ctx;           /* for callbacks.on_batch_end */
@@ -33,14 +90,24 @@ struct ct_loop_config {
   /* Shared bandwidth limit over all transfers of the loop, bytes/s. */
   int64_t max_total_recv_speed;
   int64_t max_total_send_speed;
+  /* Called on the loop thread for every phase and pause change of every
+   * transfer, in order, with `batch_ctx`; NULL: none. It may run inside
+   * libcurl callbacks: it must not block, and may only queue commands.
+   * Independently, CT_TRACE_PHASES=1 in the environment (read when the
+   * loop is created) prints each change to stderr. */
+  void (*_Nullable on_phase)(void *_Nullable batch_ctx,
+                             const struct ct_phase_event *_Nonnull event);
 };
 
 void ct_loop_config_init(struct ct_loop_config *_Nonnull config);
 
 /**
  * Create a loop and start its thread. On CT_OK `*out` owns the loop until
- * ct_loop_destroy(). Fails with CT_E_SYSTEM (errno in `*out_errno` when not
- * NULL) if the kernel refuses an fd or the thread.
+ * ct_loop_destroy(). Fails with CT_E_INVALID_ARGUMENT for a NULL argument,
+ * CT_E_NO_MEMORY, CT_E_SYSTEM if the kernel refuses an fd or the thread,
+ * or the code of a failed libcurl start (CT_E_UNSUPPORTED: too old or
+ * missing a feature) or CA bundle load; `*out` is NULL then. No errno is
+ * reported.
  */
 ct_code ct_loop_create(const struct ct_loop_config *_Nonnull config,
                        struct ct_loop *_Nullable *_Nonnull out);
@@ -105,6 +172,9 @@ ct_code ct_loop_set_total_speed_limit(struct ct_loop *_Nonnull loop,
  * loop iterations (epoll returns) so far. Relaxed reads. */
 int64_t ct_loop_active_count(const struct ct_loop *_Nonnull loop);
 uint64_t ct_loop_wakeups(const struct ct_loop *_Nonnull loop);
+/* Phase changes refused as illegal (see ct_phase): 0 unless the engine has
+ * a bug. Debug builds assert instead; release builds ignore the change. */
+uint64_t ct_loop_illegal_transitions(const struct ct_loop *_Nonnull loop);
 
 /* libcurl's version string, for diagnostics. */
 const char *_Nonnull ct_curl_version(void);

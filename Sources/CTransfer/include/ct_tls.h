@@ -219,9 +219,12 @@ ct_code ct_trust_policy_set_challenge_handler(struct ct_trust_policy
 
 /**
  * Install `policy` (retained; NULL removes it) for the loop's new TLS
- * connections. Connections already open keep the policy they were checked
- * with; the loop closes idle pooled connections so none outlives a change.
- * (Implemented by the loop, ct_loop.c.)
+ * connections. A connection is checked once, at its handshake: one busy
+ * with a transfer when the policy changes carries that transfer to its
+ * end under the old policy, but no later transfer or redirect hop reuses
+ * it (nor resumes a TLS session made under the old policy). The loop
+ * shuts down idle pooled connections of the old policy at once, and busy
+ * ones as soon as they fall idle (ct_tls_sockets.c).
  */
 struct ct_loop;
 ct_code ct_loop_set_trust_policy(struct ct_loop *_Nonnull loop,

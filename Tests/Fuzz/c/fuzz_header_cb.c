@@ -1,10 +1,11 @@
 /*
  * fuzz_header_cb.c - the engine's own response-header parsing: libcurl's
- * header callback in ct_transfer.c (status line, Content-Length,
+ * header callback in ct_response.c (status line, Content-Length,
  * Content-Range, ETag, Last-Modified, the raw block handed to Swift).
- * The callback is static, so this file includes ct_transfer.c and drives
- * header_cb line by line as libcurl would, on a transfer with a discard
- * sink (no file is opened) and an easy handle that was never performed.
+ * This file includes ct_response.c (for its static helpers) and drives
+ * cti_header_cb line by line as libcurl would, on a transfer with a
+ * discard sink (no file is opened) and an easy handle that was never
+ * performed, in the phase libcurl's callbacks run in (connecting).
  *
  * Input: one flag byte (bit 0 follow redirects, bit 1 a resume offset),
  * then header lines, each ending at '\n' (kept, as curl delivers them).
@@ -13,7 +14,7 @@
  * most 1 MiB; Content-Length is -1 or non-negative; ETag and
  * Last-Modified hold no CR or LF.
  */
-#include "../../../Sources/CTransfer/ct_transfer.c"
+#include "../../../Sources/CTransfer/ct_response.c"
 
 #define REQUIRE(c) do { if(!(c)) { \
   fprintf(stderr, "invariant violated: %s (line %d)\n", #c, __LINE__); \
@@ -53,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   t->url = "http://127.0.0.1/";
   t->counters = &t->own_counters;
   t->sink.kind = CT_SINK_DISCARD;
+  t->phase = CT_PHASE_CONNECTING;      /* as if added to libcurl */
   t->range_start = -1;
   t->range_end = -1;
   t->content_length = -1;
@@ -70,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t got;
         REQUIRE(line);
         memcpy(line, data + start, len);
-        got = header_cb(line, 1, len, t);
+        got = cti_header_cb(line, 1, len, t);
         free(line);
         REQUIRE(got == len || got == 0);
         check_value(t->etag);

@@ -1,0 +1,169 @@
+/*
+ * ct_loop_transfers.c - the transfers a loop owns: the id table, adding a
+ * transfer to libcurl, collecting the ones libcurl finished, failing or
+ * cancelling one, and retiring it. Loop thread only.
+ */
+#define _GNU_SOURCE
+#include "ct_internal.h"
+
+#include <stdlib.h>
+
+static struct cti_transfer **bucket_of(struct ct_loop *loop, uint64_t id)
+{
+  return &loop->buckets[id & (loop->bucket_count - 1)];
+}
+
+void cti_loop_insert(struct ct_loop *loop, struct cti_transfer *t)
+{
+  struct cti_transfer **b;
+  if((size_t)loop->transfer_count + 1 > loop->bucket_count) {
+    /* grow x2 and rehash: keeps chains short for 10k+ queued transfers */
+    size_t count = loop->bucket_count * 2;
+    struct cti_transfer **grown = calloc(count, sizeof(*grown));
+    if(grown) {
+      size_t i;
+      for(i = 0; i < loop->bucket_count; i++) {
+        struct cti_transfer *x = loop->buckets[i];
+        while(x) {
+          struct cti_transfer *n = x->hnext;
+          x->hnext = grown[x->id & (count - 1)];
+          grown[x->id & (count - 1)] = x;
+          x = n;
+        }
+      }
+      free(loop->buckets);
+      loop->buckets = grown;
+      loop->bucket_count = count;
+    }
+  }
+  b = bucket_of(loop, t->id);
+  t->hnext = *b;
+  *b = t;
+  t->next = loop->all;
+  t->prev = NULL;
+  if(loop->all)
+    loop->all->prev = t;
+  loop->all = t;
+  loop->transfer_count++;
+}
+
+static void table_remove(struct ct_loop *loop, struct cti_transfer *t)
+{
+  struct cti_transfer **b = bucket_of(loop, t->id);
+  while(*b && *b != t)
+    b = &(*b)->hnext;
+  if(*b)
+    *b = t->hnext;
+  if(t->prev)
+    t->prev->next = t->next;
+  else if(loop->all == t)
+    loop->all = t->next;
+  if(t->next)
+    t->next->prev = t->prev;
+  loop->transfer_count--;
+}
+
+static struct cti_transfer *table_find(struct ct_loop *loop, uint64_t id)
+{
+  struct cti_transfer *t = *bucket_of(loop, id);
+  while(t && t->id != id)
+    t = t->hnext;
+  return t;
+}
+
+struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id)
+{
+  return table_find(loop, id);
+}
+
+/* After finishing: take `t` out of the table and free it. `clean`: curl
+ * ended its easy handle fully (or never ran it), so the pool may keep it.
+ * Loop thread only. */
+static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
+{
+  cti_transfer_set_phase(t, CT_PHASE_DONE, "retired");
+  if(t->easy) {
+    cti_easy_give_back(loop, t->easy, clean);
+    t->easy = NULL;
+  }
+  table_remove(loop, t);
+  __atomic_sub_fetch(&loop->active, 1, __ATOMIC_RELAXED);
+  cti_transfer_free(t);
+  /* Connections of an older trust policy that were busy when it changed
+   * are closed once they fall idle. */
+  if(loop->stale_sockets)
+    cti_tls_close_stale_sockets(loop);
+}
+
+void cti_loop_drain_done(struct ct_loop *loop)
+{
+  CURLMsg *msg;
+  int left;
+  while((msg = curl_multi_info_read(loop->multi, &left))) {
+    struct cti_transfer *t = NULL;
+    if(msg->msg != CURLMSG_DONE)
+      continue;
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+    if(!t)
+      continue;
+    /* Read the result before removing the handle: msg belongs to curl
+     * and is invalid after curl_multi_remove_handle. */
+    {
+      CURLcode cc = msg->data.result;
+      int clean = cti_easy_ended_clean(t->easy, cc);
+      curl_multi_remove_handle(loop->multi, t->easy);
+      cti_transfer_finish(t, cc);
+      retire(loop, t, clean);
+    }
+  }
+}
+
+void cti_loop_add(struct ct_loop *loop, struct cti_transfer *t)
+{
+  CURLMcode mc;
+  ct_code rc;
+  cti_loop_insert(loop, t);
+  t->easy = cti_easy_take(loop);
+  if(!t->easy) {
+    cti_transfer_finish_code(t, CT_E_NO_MEMORY, "cannot create a transfer");
+    retire(loop, t, 0);
+    return;
+  }
+  rc = cti_transfer_setup(t);
+  if(rc != CT_OK) {
+    cti_transfer_finish_code(t, rc, "invalid request");
+    retire(loop, t, 1);         /* never added: curl did not run it */
+    return;
+  }
+  t->add_time = cti_now();
+  mc = curl_multi_add_handle(loop->multi, t->easy);
+  if(mc != CURLM_OK) {
+    cti_transfer_finish_code(t, cti_code_from_multi(mc),
+                             curl_multi_strerror(mc));
+    retire(loop, t, 0);
+    return;
+  }
+  cti_transfer_set_phase(t, CT_PHASE_CONNECTING, "added to curl");
+}
+
+/* End `t` now with `code` (a local cause recorded before wins, unless
+ * the code is a cancel). */
+void cti_loop_fail(struct ct_loop *loop, struct cti_transfer *t,
+                          ct_code code, const char *message)
+{
+  if(cti_transfer_in_multi(t))
+    curl_multi_remove_handle(loop->multi, t->easy);
+  cti_transfer_finish_code(t, code, message);
+  retire(loop, t, 0);
+}
+
+void cti_loop_cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
+                            int keep_partial, ct_code code)
+{
+  if(keep_partial)
+    t->flags |= CT_FLAG_KEEP_PARTIAL;
+  else if(code == CT_E_CANCELLED)
+    t->flags &= ~(uint32_t)CT_FLAG_KEEP_PARTIAL;
+  cti_loop_fail(loop, t, code, code == CT_E_SHUTDOWN ?
+                "the session was shut down" : "cancelled");
+}
