@@ -202,4 +202,90 @@ struct TaskLifecycleTests {
 
         #expect(FileDigest.sha256(data) == TestServer.sha256(seed: 3, count: 1000))
     }
+
+    // MARK: Segmented download as a task
+
+    /// A 4 MiB file served at `rate` bytes per second per connection.
+    private func segmented(_ session: SessionManager, _ server: TestServer, _ directory: TemporaryDirectory,
+                           seed: Int, rate: Int) -> SegmentedDownload
+    {
+        session.segmentedDownload(with: Request(url: server.url("/bytes/\(4 << 20)?seed=\(seed)&rate=\(rate)")),
+                                  to: directory.file("segmented-\(seed).bin"), segments: 4)
+    }
+
+    private func outcome(of download: SegmentedDownload) async -> Result<URL, TransferError> {
+        do {
+            return .success(try await download.value)
+        } catch {
+            return .failure(error as? TransferError ?? TransferError(.internalError, "\(error)"))
+        }
+    }
+
+    @Test("a segmented download is in session.tasks, and invalidateAndCancel() ends every connection")
+    func segmentedInvalidateAndCancel() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try makeSession()
+        let directory = try TemporaryDirectory()
+        let invalidated = Locked(false)
+        session.hooks.sessionDidBecomeInvalid = { _, _ in invalidated.withLock { $0 = true } }
+        let download = segmented(session, server, directory, seed: 31, rate: 256 << 10)
+        #expect(session.tasks.contains { $0 === download })
+
+        download.resume()
+        try await Wait.until("bytes arrive", timeout: .seconds(30)) { download.countOfBytesReceived > 0 }
+        session.invalidateAndCancel()
+        let result = await outcome(of: download)
+
+        guard case .failure(let error) = result else { Issue.record("must fail: \(result)"); return }
+        #expect(error.code == .cancelled)
+        #expect(download.state == .completed)
+        #expect(session.tasks.isEmpty)
+        try await Wait.until("the session reports invalidation") { invalidated.withLock { $0 } }
+        #expect(!FileManager.default.fileExists(atPath: directory.file("segmented-31.bin").path))
+    }
+
+    @Test("a segmented download never started is cancelled by invalidateAndCancel() too")
+    func segmentedCancelBeforeStart() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try makeSession()
+        let directory = try TemporaryDirectory()
+        let download = segmented(session, server, directory, seed: 32, rate: 0)
+
+        session.invalidateAndCancel()
+        let result = await outcome(of: download)
+
+        guard case .failure(let error) = result else { Issue.record("must fail: \(result)"); return }
+        #expect(error.code == .cancelled)
+        #expect(session.tasks.isEmpty)
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test("suspend and resume through session.tasks reach a segmented download's connections")
+    func segmentedSuspendResume() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let states = StateLog()
+        let download = segmented(session, server, directory, seed: 33, rate: 1 << 20)
+        download.observeState(on: DispatchQueue(label: "observer")) { states.add($0) }
+        download.resume()
+        try await Wait.until("bytes arrive", timeout: .seconds(30)) { download.countOfBytesReceived > 0 }
+
+        let task = try #require(session.tasks.first { $0 === download })
+        task.suspend()
+        #expect(download.state == .suspended)
+        task.resume()
+        let result = await outcome(of: download)
+
+        guard case .success(let url) = result else { Issue.record("must succeed: \(result)"); return }
+        #expect(try FileDigest.sha256(of: url) == TestServer.sha256(seed: 33, count: 4 << 20))
+        #expect(download.segmentsUsed == 4)
+        try await Wait.until("the observer sees it complete") { states.all.last == .completed }
+        #expect(states.all == [.running, .suspended, .running, .completed])
+        #expect(session.tasks.isEmpty)
+    }
 }
