@@ -129,7 +129,10 @@ struct TaskStateMachineTests {
     func cancelBeforeStart() {
         var machine = Machine()
 
-        guard case .cancelLocally = machine.cancel(keepPartial: false) else { Issue.record("must cancel locally"); return }
+        guard case .cancelLocally = machine.cancel(keepPartial: false) else {
+            Issue.record("must cancel locally")
+            return
+        }
         #expect(machine.visibleState == .canceling)
         guard case .none = machine.resume() else { Issue.record("a cancelled task must not start"); return }
         guard case .deliver = machine.complete(cancelled) else { Issue.record("must deliver"); return }

@@ -26,15 +26,19 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     /// The offset this task asked to continue at (resume data or journal).
     private let startOffset = Protected<Int64>(0)
     /// The data task whose transfer this task took over (become-download):
-    /// it completes when this task does.
-    let adoptedFrom: DataTask?
+    /// it completes when this task does. Let go then: the data task's
+    /// result names this task, and the pair must not keep each other alive.
+    private let adoptedFrom: Protected<DataTask?>
+    /// Whether this task took its transfer over from a data task.
+    let isAdopted: Bool
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
          fixedDestination: URL?, destination: Destination?, resume: ResumeData?,
          options: DownloadOptions = DownloadOptions(), completionHandler: CompletionHandler?,
          adopting: (dataTask: DataTask, engineID: UInt64)? = nil)
     {
-        self.adoptedFrom = adopting?.dataTask
+        self.adoptedFrom = Protected(adopting?.dataTask)
+        self.isAdopted = adopting != nil
         self.fixedDestination = fixedDestination
         self.destination = destination
         self.completionHandler = completionHandler
@@ -215,14 +219,19 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
 
     override func didDeliverCompletion(error: TransferError?) {
         // The data task this one took over completes once, right after.
-        adoptedFrom?.successorDidComplete(self, error: error)
+        let predecessor = adoptedFrom.withLock { predecessor in
+            defer { predecessor = nil }
+            return predecessor
+        }
+        predecessor?.successorDidComplete(self, error: error)
     }
 
     /// The file when it is only valid during the completion call (no
     /// destination, no finish hook that placed it), else nil.
     var temporaryFileURL: URL? {
-        let temporary = fixedDestination == nil && destination == nil && session.hooks.downloadTaskDidFinishDownloading == nil
-        return temporary ? fileURL : nil
+        let placed = fixedDestination != nil || destination != nil
+            || session.hooks.downloadTaskDidFinishDownloading != nil
+        return placed ? nil : fileURL
     }
 
     /// The final location after the destination closure and the session hook.
@@ -288,7 +297,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
 
     func callCompletion(error: TransferError?) {
         // Taken over from a data task: its completion (run next) owns the file.
-        if adoptedFrom != nil { return }
+        if isAdopted { return }
         let fileURL = self.fileURL
         let temporary = fixedDestination == nil && destination == nil && session.hooks.downloadTaskDidFinishDownloading == nil
         guard let completionHandler else {
