@@ -73,6 +73,8 @@ struct TaskLifecycleTests {
         let calls = Locked<[(TransferError?, Bool)]>([])
         session.hooks.dataTaskDidReceiveResponse = { _, _, _ in .becomeDownload }
         let became = Locked<DownloadTask?>(nil)
+        // The hooks (held by the session) hold `became`: let go of the task at the end.
+        defer { became.withLock { $0 = nil } }
         session.hooks.dataTaskDidBecomeDownloadTask = { _, _, download in became.withLock { $0 = download } }
 
         let task = session.dataTask(with: Request(url: server.url("/bytes/70000?seed=4"))) { _, data, error in
@@ -107,6 +109,7 @@ struct TaskLifecycleTests {
         defer { session.invalidateAndCancel() }
         let activity = monitor(of: session)
         let became = Locked<DownloadTask?>(nil)
+        defer { became.withLock { $0 = nil } }
         session.hooks.dataTaskDidReceiveResponse = { _, _, _ in .becomeDownload }
         session.hooks.dataTaskDidBecomeDownloadTask = { _, _, download in became.withLock { $0 = download } }
 
@@ -142,6 +145,8 @@ struct TaskLifecycleTests {
         let session = try makeSession()
         defer { session.invalidateAndCancel() }
         let holder = Locked<UploadTask?>(nil)
+        // The task's body provider holds `holder`: let go of the task at the end.
+        defer { holder.withLock { $0 = nil } }
         let suspendedOnce = Locked(false)
         // The body stream is made while the task is being submitted: after
         // resume() changed the state, before the engine has returned an id.
