@@ -277,7 +277,10 @@ struct TaskStateMachineTests {
         var machine = running(id: 11)
         let download = Successor("download")
 
-        guard case .become(11) = machine.becomeDownload(download) else { Issue.record("must hand id 11 over"); return }
+        guard case .become(11, suspended: false) = machine.becomeDownload(download) else {
+            Issue.record("must hand id 11 over")
+            return
+        }
         #expect(machine.engineID == nil)
         #expect(machine.successor === download)
 
@@ -307,6 +310,21 @@ struct TaskStateMachineTests {
 
         #expect(cancelledMachine.successor == nil)
         #expect(early.successor == nil)
+    }
+
+    @Test("a suspended task that becomes a download hands over a paused transfer")
+    func becomeDownloadWhileSuspended() {
+        var machine = running(id: 12)
+        _ = machine.suspend()
+
+        guard case .become(12, suspended: true) = machine.becomeDownload(Successor("download")) else {
+            Issue.record("must hand a suspended id 12 over")
+            return
+        }
+
+        var adopted = Machine(adoptingEngineTransfer: 12, suspended: true)
+        #expect(adopted.visibleState == .suspended)
+        guard case .resumeEngine(12) = adopted.resume() else { Issue.record("resume must resume id 12"); return }
     }
 
     @Test("a task adopting a transfer is running with that engine id")

@@ -89,10 +89,15 @@ public class DataTask: TransferTask, @unchecked Sendable {
         guard let engineID = core.withLock({ $0.life.engineID }) else { return }   // cancelled meanwhile
         let download = session.makeAdoptedDownloadTask(from: self, response: response, engineID: engineID)
         let (action, route) = core.withLock { core in (core.life.becomeDownload(download), core.route) }
-        guard case .become = action, let route else {
+        guard case .become(_, let suspended) = action, let route else {
             // Cancelled while the hook decided: the cancel already reached the
             // engine, and this task completes as cancelled. The successor never ran.
             return
+        }
+        // Suspended by the user meanwhile: the transfer is paused in the
+        // engine, and the download says so (it is not visible to anyone yet).
+        if suspended {
+            download.core.withLock { $0.life = TaskStateMachine(adoptingEngineTransfer: engineID, suspended: true) }
         }
         // Every later event of the transfer goes to the download task, before
         // the engine is told to continue.
@@ -101,7 +106,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
         let (hooks, delegate) = session.observers
         hooks.dataTaskDidBecomeDownloadTask?(session, self, download)
         delegate?.session(session, dataTask: self, didBecome: download)
-        download.stateDidChange(.running)
+        download.stateDidChange(suspended ? .suspended : .running)
         // The session's private folder is made (or checked: ours, 0700, no
         // symlink) before a byte goes there; a folder we cannot trust makes
         // the transfer stop instead.

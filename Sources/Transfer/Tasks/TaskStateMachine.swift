@@ -57,9 +57,10 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         state = .initialized
     }
 
-    /// A task that takes over a transfer already in the engine (become-download).
-    init(adoptingEngineTransfer id: UInt64) {
-        state = .inEngine(id: id, .run)
+    /// A task that takes over a transfer already in the engine (become-download),
+    /// paused there when the user had suspended the task it came from.
+    init(adoptingEngineTransfer id: UInt64, suspended: Bool = false) {
+        state = .inEngine(id: id, suspended ? .suspend : .run)
     }
 
     // MARK: - Queries
@@ -277,8 +278,8 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     }
 
     enum BecomeDownloadAction {
-        /// Hand the transfer `id` to the successor.
-        case become(UInt64)
+        /// Hand the transfer `id` to the successor (suspended by the user, or not).
+        case become(UInt64, suspended: Bool)
         /// Cancelled or finished meanwhile: the disposition is refused.
         case refuse
     }
@@ -286,9 +287,12 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     /// The response hook answered `.becomeDownload`.
     mutating func becomeDownload(_ successor: Successor) -> BecomeDownloadAction {
         switch state {
-        case .inEngine(let id, .run), .inEngine(let id, .suspend):
+        case .inEngine(let id, .run):
             state = .movedToDownload(successor)
-            return .become(id)
+            return .become(id, suspended: false)
+        case .inEngine(let id, .suspend):
+            state = .movedToDownload(successor)
+            return .become(id, suspended: true)
         case .initialized, .submitting, .inEngine, .betweenHops, .finishing, .movedToDownload, .completed:
             return .refuse
         }
