@@ -5,6 +5,18 @@ extension SessionManager {
     /// Sends `request` and returns the body collected by the engine.
     ///
     /// Swift task cancellation cancels the transfer.
+    ///
+    /// When the `dataTaskDidReceiveResponse` hook (or the delegate) answers
+    /// `.becomeDownload`, the body goes to a file through a ``DownloadTask``
+    /// that takes the transfer over (it is in ``tasks``; the data task is not).
+    /// This call then returns only when that download ends, by throwing:
+    /// - ``TransferError/Code/becameDownload`` on success, with
+    ///   ``TransferError/downloadTask`` and ``TransferError/fileURL`` set. The
+    ///   file is the caller's to move or remove (unless the
+    ///   `downloadTaskDidFinishDownloading` hook placed it somewhere);
+    /// - the download's own error if it failed, with `downloadTask` set.
+    ///
+    /// Cancelling the Swift task cancels the download.
     /// - Throws: ``TransferError``; HTTP error statuses are not errors here.
     public func data(for request: Request) async throws(TransferError) -> (Data, HTTPResponse) {
         let task = dataTask(with: request)

@@ -23,7 +23,6 @@ public final class SessionManager: Sendable {
 
     struct State {
         var tasks: [Int: TransferTask] = [:]
-        var adopted: [ObjectIdentifier: DownloadTask] = [:]
         var invalidated = false
         var hooks = SessionHooks()
         var completionQueue: DispatchQueue?
@@ -400,25 +399,28 @@ public final class SessionManager: Sendable {
         return register(task)
     }
 
-    func makeAdoptedDownloadTask(from dataTask: DataTask, response: HTTPResponse) -> DownloadTask {
+    /// The download task that takes `dataTask`'s transfer (`engineID`) over
+    /// after `.becomeDownload`: same request, delegate and counters. Not
+    /// registered until ``adopt(_:from:)``.
+    func makeAdoptedDownloadTask(from dataTask: DataTask, response: HTTPResponse, engineID: UInt64) -> DownloadTask {
         let task = DownloadTask(session: self, identifier: nextIdentifier(), request: dataTask.originalRequest,
                                 delegate: dataTask.delegate, fixedDestination: nil, destination: nil, resume: nil,
-                                completionHandler: nil)
+                                completionHandler: nil, adopting: (dataTask, engineID))
         task.core.withLock { core in
-            core.state = .running
-            core.started = true
             core.response = response
-            core.engineID = dataTask.core.withLock { $0.engineID }
-        }
-        state.withLock { state in
-            state.tasks[task.taskIdentifier] = task
-            state.adopted[ObjectIdentifier(dataTask)] = task
+            core.currentRequest = dataTask.currentRequest
+            core.upload = dataTask.progress(.upload)
+            core.download = dataTask.progress(.download)
         }
         return task
     }
 
-    func adopter(of task: DataTask) -> DownloadTask? {
-        state.withLock { $0.adopted[ObjectIdentifier(task)] }
+    /// The task lists show the download instead of the data task it took over.
+    func adopt(_ download: DownloadTask, from dataTask: DataTask) {
+        state.withLock { state in
+            state.tasks[download.taskIdentifier] = download
+            state.tasks.removeValue(forKey: dataTask.taskIdentifier)
+        }
     }
 
     func nextIdentifier() -> Int {
@@ -434,9 +436,11 @@ public final class SessionManager: Sendable {
         if invalidated {
             // The task exists so the caller's code stays simple, but it can
             // only fail: the session is gone.
-            task.core.withLock { $0.started = true; $0.state = .running }
-            task.finishLocally(TransferError(.sessionInvalidated, "the session was invalidated; no new task can start",
-                                             url: task.originalRequest.url))
+            let error = TransferError(.sessionInvalidated, "the session was invalidated; no new task can start",
+                                      url: task.originalRequest.url)
+            if case .finishLocally(let error) = task.core.withLock({ $0.life.failBeforeStart(error) }) {
+                task.finishLocally(error)
+            }
         } else if let description {
             task.taskDescription = description
         }
@@ -446,11 +450,6 @@ public final class SessionManager: Sendable {
     func forget(_ task: TransferTask) {
         let lastAfterInvalidation = state.withLock { state -> Bool in
             state.tasks.removeValue(forKey: task.taskIdentifier)
-            // A data task that became a download keeps routing its engine
-            // events to the download task until that one completes.
-            if task is DownloadTask {
-                state.adopted = state.adopted.filter { $0.value !== task }
-            }
             return state.invalidated && state.tasks.isEmpty && !state.invalidationNotified
         }
         if lastAfterInvalidation { notifyInvalidation() }
@@ -540,14 +539,23 @@ public final class SessionManager: Sendable {
         return .performDefaultHandling
     }
 
-    func taskDidComplete(_ task: TransferTask, error: TransferError?, outcome: Outcome?) {
+    /// Once per task, on the delegate queue: hooks, delegate, notification,
+    /// completion handler (queued), then the async waiter.
+    ///
+    /// A data task that became a download gets no `taskDidComplete` hook or
+    /// delegate call (as with URLSession, those went to the download task);
+    /// its notification, observers, completion handler and waiter still run.
+    func taskDidComplete(_ task: TransferTask, error: TransferError?, outcome: Outcome?, waiter: (any TaskWaiter)?) {
         let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        let handedOver = !(task is DownloadTask) && error?.downloadTask != nil
         if let metrics = outcome?.metrics {
             hooks.taskDidFinishCollectingMetrics?(self, task, metrics)
             delegate?.session(self, task: task, didFinishCollecting: metrics)
         }
-        hooks.taskDidComplete?(self, task, error)
-        delegate?.session(self, task: task, didCompleteWithError: error)
+        if !handedOver {
+            hooks.taskDidComplete?(self, task, error)
+            delegate?.session(self, task: task, didCompleteWithError: error)
+        }
 
         var userInfo: [String: Any] = [:]
         if let error { userInfo[TransferNotificationKey.error] = error }
@@ -566,9 +574,9 @@ public final class SessionManager: Sendable {
         if let download = task as? DownloadTask {
             download.callCompletion(error: error)
         } else if let data = task as? DataTask {
-            data.callCompletion(error: error)
+            data.callCompletion(error: error, hasWaiter: waiter != nil)
         }
-        task.fireWaiter()
+        waiter?.taskDidComplete(task, error: error)
     }
 
     /// Runs `body` on the completion queue, inside the completion group.

@@ -48,6 +48,10 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// because credentials were missing or wrong, a SOCKS refusal) or its name does not
         /// resolve. ``message`` has the proxy's answer.
         public static let proxyFailure = Code("proxyFailure")
+        /// A data task's response hook answered `.becomeDownload`: the body went
+        /// to a file. ``TransferError/downloadTask`` and ``TransferError/fileURL``
+        /// say which task and where.
+        public static let becameDownload = Code("becameDownload")
         /// A bug in Transfer: please report it.
         public static let internalError = Code("internalError")
     }
@@ -66,6 +70,10 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
     public var response: HTTPResponse?
     public var responseData: Data?
     public var underlyingError: (any Error & Sendable)?
+    /// For ``Code/becameDownload`` (and a failure of the download that took
+    /// over): the task that continued the transfer, and the file it wrote.
+    public var downloadTask: DownloadTask?
+    public var fileURL: URL?
 
     public init(_ code: Code, _ message: String, url: URL? = nil, underlying: (any Error & Sendable)? = nil) {
         self.code = code

@@ -60,7 +60,6 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     override func didReceiveResponse(_ response: HTTPResponse) {
         let (hooks, delegate) = session.observers
-        let id = core.withLock { $0.engineID }
         let disposition: ResponseDisposition
         if let hook = hooks.dataTaskDidReceiveResponse {
             disposition = hook(session, self, response)
@@ -71,23 +70,43 @@ public class DataTask: TransferTask, @unchecked Sendable {
         }
         switch disposition {
         case .allow:
-            session.engine.setDisposition(id, CT_DISPOSITION_ALLOW)
+            // No id: cancelled meanwhile, and the engine is already told.
+            if let id = core.withLock({ $0.life.engineID }) { session.engine.setDisposition(id, CT_DISPOSITION_ALLOW) }
         case .cancel:
             cancel()
         case .becomeDownload:
-            becomeDownload(engineID: id, response: response)
+            becomeDownload(response: response)
         }
     }
 
     /// The same transfer continues as a download task: its body goes to a
-    /// temporary file and the new task completes instead of this one.
-    private func becomeDownload(engineID: UInt64, response: HTTPResponse) {
-        let download = session.makeAdoptedDownloadTask(from: self, response: response)
-        core.withLock { $0.finished = true; $0.state = .completed }
-        session.forget(self)
+    /// temporary file. The engine's events, this task's delegate (progress
+    /// closures and `Progress` objects) and the transfer's counters move to
+    /// the new task; this task's completion runs once, when the download
+    /// ends, with ``TransferError/Code/becameDownload`` (see
+    /// ``SessionManager/data(for:)``).
+    private func becomeDownload(response: HTTPResponse) {
+        guard let engineID = core.withLock({ $0.life.engineID }) else { return }   // cancelled meanwhile
+        let download = session.makeAdoptedDownloadTask(from: self, response: response, engineID: engineID)
+        let (action, route) = core.withLock { core in (core.life.becomeDownload(download), core.route) }
+        guard case .become(_, let suspended) = action, let route else {
+            // Cancelled while the hook decided: the cancel already reached the
+            // engine, and this task completes as cancelled. The successor never ran.
+            return
+        }
+        // Suspended by the user meanwhile: the transfer is paused in the
+        // engine, and the download says so (it is not visible to anyone yet).
+        if suspended {
+            download.core.withLock { $0.life = TaskStateMachine(adoptingEngineTransfer: engineID, suspended: true) }
+        }
+        // Every later event of the transfer goes to the download task, before
+        // the engine is told to continue.
+        route.redirect(to: download)
+        session.adopt(download, from: self)
         let (hooks, delegate) = session.observers
         hooks.dataTaskDidBecomeDownloadTask?(session, self, download)
         delegate?.session(session, dataTask: self, didBecome: download)
+        download.stateDidChange(suspended ? .suspended : .running)
         // The session's private folder is made (or checked: ours, 0700, no
         // symlink) before a byte goes there; a folder we cannot trust makes
         // the transfer stop instead.
@@ -100,20 +119,17 @@ public class DataTask: TransferTask, @unchecked Sendable {
         session.engine.setDisposition(engineID, CT_DISPOSITION_BECOME_FILE, path: download.temporaryPath)
     }
 
-    override func engineDidFinish(_ outcome: Outcome) {
-        if let adopter = session.adopter(of: self) {
-            adopter.engineDidFinish(outcome)
-            return
-        }
-        super.engineDidFinish(outcome)
-    }
-
-    override func engineDidProgress(_ snapshot: ProgressSnapshot) {
-        if let adopter = session.adopter(of: self) {
-            adopter.engineDidProgress(snapshot)
-            return
-        }
-        super.engineDidProgress(snapshot)
+    /// On the delegate queue, after the download task that took the transfer
+    /// over completed: this task completes too, once, with
+    /// ``TransferError/Code/becameDownload`` (or the download's own error),
+    /// carrying the download task and its file.
+    func successorDidComplete(_ download: DownloadTask, error: TransferError?) {
+        var result = error ?? TransferError(.becameDownload,
+                                            "the response body was downloaded to a file (see downloadTask and fileURL)",
+                                            url: originalRequest.url)
+        result.downloadTask = download
+        result.fileURL = download.fileURL
+        complete(error: result, outcome: nil)
     }
 
     override func complete(with outcome: Outcome) {
@@ -136,11 +152,22 @@ public class DataTask: TransferTask, @unchecked Sendable {
         set { chunks.withLock { $0 = newValue } }
     }
 
-    func callCompletion(error: TransferError?) {
-        guard let completionHandler else { return }
+    /// - Parameter hasWaiter: An async caller waits (``SessionManager/data(for:)``):
+    ///   a file left by become-download is then the caller's.
+    func callCompletion(error: TransferError?, hasWaiter: Bool) {
+        // After become-download without a place for the file: it is valid
+        // during the completion handler only, as a download's temporary file.
+        let temporaryFile = error?.downloadTask?.temporaryFileURL
+        guard let completionHandler else {
+            if !hasWaiter, let temporaryFile { try? FileManager.default.removeItem(at: temporaryFile) }
+            return
+        }
         let response = self.response
         let data = resultData
-        session.runCompletion { completionHandler(response, data, error) }
+        session.runCompletion {
+            completionHandler(response, data, error)
+            if let temporaryFile { try? FileManager.default.removeItem(at: temporaryFile) }
+        }
     }
 }
 

@@ -25,11 +25,20 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     private let location = Protected<URL?>(nil)
     /// The offset this task asked to continue at (resume data or journal).
     private let startOffset = Protected<Int64>(0)
+    /// The data task whose transfer this task took over (become-download):
+    /// it completes when this task does. Let go then: the data task's
+    /// result names this task, and the pair must not keep each other alive.
+    private let adoptedFrom: Protected<DataTask?>
+    /// Whether this task took its transfer over from a data task.
+    let isAdopted: Bool
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
          fixedDestination: URL?, destination: Destination?, resume: ResumeData?,
-         options: DownloadOptions = DownloadOptions(), completionHandler: CompletionHandler?)
+         options: DownloadOptions = DownloadOptions(), completionHandler: CompletionHandler?,
+         adopting: (dataTask: DataTask, engineID: UInt64)? = nil)
     {
+        self.adoptedFrom = Protected(adopting?.dataTask)
+        self.isAdopted = adopting != nil
         self.fixedDestination = fixedDestination
         self.destination = destination
         self.completionHandler = completionHandler
@@ -51,7 +60,8 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         startOffset.withLock { $0 = resume?.bytesOnDisk ?? 0 }
         self.temporaryPath = resume?.partialFilePath
             ?? session.temporaryDirectory.appendingPathComponent("download-\(UUID().uuidString).part").path
-        super.init(session: session, identifier: identifier, request: request, delegate: delegate)
+        super.init(session: session, identifier: identifier, request: request, delegate: delegate,
+                   adopting: adopting.map { ($0.engineID, $0.dataTask.counterBlock) })
         if let resume {
             core.withLock { $0.download.resumeOffset = resume.bytesOnDisk }
         }
@@ -207,6 +217,23 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         super.complete(error: error, outcome: outcome)
     }
 
+    override func didDeliverCompletion(error: TransferError?) {
+        // The data task this one took over completes once, right after.
+        let predecessor = adoptedFrom.withLock { predecessor in
+            defer { predecessor = nil }
+            return predecessor
+        }
+        predecessor?.successorDidComplete(self, error: error)
+    }
+
+    /// The file when it is only valid during the completion call (no
+    /// destination, no finish hook that placed it), else nil.
+    var temporaryFileURL: URL? {
+        let placed = fixedDestination != nil || destination != nil
+            || session.hooks.downloadTaskDidFinishDownloading != nil
+        return placed ? nil : fileURL
+    }
+
     /// The final location after the destination closure and the session hook.
     private func placeFile(at temporary: URL) throws(TransferError) -> URL? {
         guard let response else { return temporary }
@@ -257,7 +284,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     /// or nil when nothing can be resumed. Runs on the delegate queue.
     public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (Data?) -> Void) {
         let accepted = core.withLock { core -> Bool in
-            guard !core.finished, core.state != .canceling else { return false }
+            guard !core.life.isCompleted, core.life.visibleState != .canceling else { return false }
             core.resumeDataHandler = completionHandler
             return true
         }
@@ -269,6 +296,8 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     }
 
     func callCompletion(error: TransferError?) {
+        // Taken over from a data task: its completion (run next) owns the file.
+        if isAdopted { return }
         let fileURL = self.fileURL
         let temporary = fixedDestination == nil && destination == nil && session.hooks.downloadTaskDidFinishDownloading == nil
         guard let completionHandler else {

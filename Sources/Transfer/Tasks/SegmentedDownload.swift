@@ -21,7 +21,15 @@ import Synchronization
 /// download.observeProgress(.download, on: .main) { print($0.fractionCompleted) }
 /// let url = try await download.value
 /// ```
-public final class SegmentedDownload: ObservableTransfer, Sendable {
+///
+/// It is a task of its session: it is in ``SessionManager/tasks`` until it
+/// completes, and ``TransferTask/suspend()``, ``cancel()`` and
+/// ``SessionManager/invalidateAndCancel()`` reach every connection. It
+/// posts the task notifications (did resume, suspend, complete); the
+/// per-transfer hooks are not called for its ranges.
+public final class SegmentedDownload: TransferTask, @unchecked Sendable {
+    // @unchecked Sendable: as TransferTask; its own mutable state is in
+    // `parts` (a Protected lock), the rest is immutable.
     public typealias CompletionHandler = @Sendable (HTTPResponse?, URL?, TransferError?) -> Void
 
     public let request: Request
@@ -29,12 +37,11 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     /// How many connections were asked for (``segmentsUsed`` says how many ran).
     public let segmentCount: Int
     public let options: DownloadOptions
-    let session: SessionManager
     private let completionHandler: CompletionHandler?
     private let progressHandler: (@Sendable (TransferProgress) -> Void)?
-    private let core = Protected(Core())
+    private let parts = Protected(Parts())
 
-    private struct Core {
+    private struct Parts {
         var state: TaskState = .suspended
         var started = false
         var cancelled = false
@@ -61,7 +68,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     final class Segment: @unchecked Sendable {
         // @unchecked Sendable: `counters` is written by the engine thread with
         // atomics and read with ct_counters_* (atomic loads); `engineID` and
-        // `done` are only touched under SegmentedDownload.core's lock.
+        // `done` are only touched under SegmentedDownload.parts's lock.
         let index: Int
         let start: Int64
         let end: Int64
@@ -88,13 +95,14 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     init(session: SessionManager, request: Request, destination: URL, segments: Int, options: DownloadOptions,
          progress: (@Sendable (TransferProgress) -> Void)?, completionHandler: CompletionHandler?)
     {
-        self.session = session
         self.request = request
         self.destination = destination
         self.segmentCount = max(1, min(segments, 64))
         self.options = options
         self.progressHandler = progress
         self.completionHandler = completionHandler
+        super.init(session: session, identifier: session.nextIdentifier(), request: request,
+                   delegate: TaskDelegate(uploadProgress: nil, downloadProgress: nil))
     }
 
     var partPath: String { destination.path + ".part" }
@@ -103,20 +111,24 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
 
     // MARK: - Public state
 
-    public var state: TaskState { core.withLock { $0.state } }
-    public var response: HTTPResponse? { core.withLock { $0.response } }
-    public var error: TransferError? { core.withLock { $0.error } }
+    public override var state: TaskState { parts.withLock { $0.state } }
+    public override var response: HTTPResponse? { parts.withLock { $0.response } }
+    public override var error: TransferError? { parts.withLock { $0.error } }
+    /// Body bytes on disk over all ranges (including what a resumed run had).
+    public override var countOfBytesReceived: Int64 { currentProgress().completedUnitCount }
+    /// The file's length, or -1 until the probe (or the single download) says.
+    public override var countOfBytesExpectedToReceive: Int64 { currentProgress().totalUnitCount }
     /// Connections used, known once the length is (0 before): at most
     /// `segmentCount`, fewer when the file is too small to give each
     /// ``DownloadOptions/minimumSegmentSize`` bytes, 1 for a plain download.
-    public var segmentsUsed: Int { core.withLock { $0.segmentsUsed } }
+    public var segmentsUsed: Int { parts.withLock { $0.segmentsUsed } }
 
     /// The file URL once the download completed, or the error.
     public var value: URL {
         get async throws(TransferError) {
             resume()
             let result: Result<URL, TransferError> = await withCheckedContinuation { continuation in
-                let done = core.withLock { core -> Result<URL, TransferError>? in
+                let done = parts.withLock { core -> Result<URL, TransferError>? in
                     if let result = core.result { return result }
                     core.waiters.append { continuation.resume(returning: $0) }
                     return nil
@@ -127,12 +139,12 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         }
     }
 
-    public func progress(_ direction: ProgressDirection) -> TransferProgress {
+    public override func progress(_ direction: ProgressDirection) -> TransferProgress {
         direction == .upload ? TransferProgress(completedUnitCount: 0, totalUnitCount: 0) : currentProgress()
     }
 
     private func currentProgress() -> TransferProgress {
-        core.withLock { core in
+        parts.withLock { core in
             if let single = core.single { return single.progress(.download) }
             let received = core.segments.reduce(Int64(0)) { $0 + $1.received }
             let elapsed = core.startTime > 0 ? Date().timeIntervalSince1970 - core.startTime : 0
@@ -142,56 +154,84 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     }
 
     @discardableResult
-    public func observeProgress(_ direction: ProgressDirection, on queue: DispatchQueue,
+    public override func observeProgress(_ direction: ProgressDirection, on queue: DispatchQueue,
                                 _ handler: @escaping @Sendable (TransferProgress) -> Void) -> ObservationToken
     {
         guard direction == .download else { return ObservationToken {} }
-        let id: Int? = core.withLock { core in
+        let id: Int? = parts.withLock { core in
             guard !core.finished else { return nil }
             core.nextObserverID += 1
             core.progressObservers[core.nextObserverID] = (queue, handler)
             return core.nextObserverID
         }
         guard let id else { return ObservationToken {} }
-        return ObservationToken { [weak self] in _ = self?.core.withLock { $0.progressObservers.removeValue(forKey: id) } }
+        return ObservationToken { [weak self] in _ = self?.parts.withLock { $0.progressObservers.removeValue(forKey: id) } }
     }
 
     @discardableResult
-    public func observeState(on queue: DispatchQueue,
+    public override func observeState(on queue: DispatchQueue,
                              _ handler: @escaping @Sendable (TaskState) -> Void) -> ObservationToken
     {
-        let id: Int? = core.withLock { core in
+        let id: Int? = parts.withLock { core in
             guard !core.finished else { return nil }
             core.nextObserverID += 1
             core.stateObservers[core.nextObserverID] = (queue, handler)
             return core.nextObserverID
         }
         guard let id else { return ObservationToken {} }
-        return ObservationToken { [weak self] in _ = self?.core.withLock { $0.stateObservers.removeValue(forKey: id) } }
+        return ObservationToken { [weak self] in _ = self?.parts.withLock { $0.stateObservers.removeValue(forKey: id) } }
     }
 
     // MARK: - Control
 
-    /// Starts the download (once; later calls do nothing).
-    public func resume() {
-        let start = core.withLock { core -> Bool in
-            guard !core.started else { return false }
-            core.started = true
+    /// Starts the download, or continues it after ``suspend()``.
+    public override func resume() {
+        enum Action { case none, start, resume([UInt64], DownloadTask?) }
+        let action = parts.withLock { core -> Action in
+            if !core.started {
+                core.started = true
+                core.state = .running
+                core.startTime = Date().timeIntervalSince1970
+                return .start
+            }
+            guard !core.finished, !core.cancelled, core.state == .suspended else { return .none }
             core.state = .running
-            core.startTime = Date().timeIntervalSince1970
-            return true
+            return .resume(core.segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID), core.single)
         }
-        guard start else { return }
-        notifyState(.running)
-        probe()
+        switch action {
+        case .none:
+            return
+        case .start:
+            announce(.running)
+            probe()
+        case .resume(let ids, let single):
+            for id in ids { session.engine.resume(id) }
+            single?.resume()
+            announce(.running)
+        }
+    }
+
+    /// Pauses every connection without dropping it; ``resume()`` continues.
+    public override func suspend() {
+        let paused = parts.withLock { core -> ([UInt64], DownloadTask?)? in
+            guard core.started, !core.finished, !core.cancelled, core.state == .running else { return nil }
+            core.state = .suspended
+            return (core.segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID), core.single)
+        }
+        guard let (ids, single) = paused else { return }
+        for id in ids { session.engine.pause(id) }
+        single?.suspend()
+        announce(.suspended)
     }
 
     /// Cancels every connection. A resumable download keeps its part file,
     /// manifest and journals for a later run; otherwise they are removed.
-    public func cancel() {
-        let (ids, single, headID) = core.withLock { core -> ([UInt64], DownloadTask?, UInt64) in
+    public override func cancel() {
+        let (ids, single, headID) = parts.withLock { core -> ([UInt64], DownloadTask?, UInt64) in
             guard !core.finished, !core.cancelled else { return ([], nil, 0) }
             core.cancelled = true
+            // Never started: it never will, and it completes now.
+            core.started = true
             if core.error == nil { core.error = TransferError(.cancelled, "cancelled", url: request.url) }
             core.state = .canceling
             return (core.segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID), core.single, core.headID)
@@ -199,8 +239,24 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         if headID != 0 { session.engine.cancel(headID) }
         single?.cancel()
         for id in ids { session.engine.cancel(id, keepPartial: options.resumable) }
-        let idle = core.withLock { $0.started && $0.running == 0 && $0.single == nil && $0.headID == 0 }
+        let idle = parts.withLock { $0.cancelled && $0.running == 0 && $0.single == nil && $0.headID == 0 }
         if idle { session.delegateQueue.async { self.finish() } }
+    }
+
+    /// A task of an invalidated session: it fails without starting.
+    override func finishLocally(_ error: TransferError) {
+        parts.withLock { $0.started = true }
+        session.delegateQueue.async { self.fail(error) }
+    }
+
+    /// State observers and the task notification.
+    private func announce(_ state: TaskState) {
+        notifyState(state)
+        switch state {
+        case .running: session.postTaskNotification(.transferTaskDidResume, task: self)
+        case .suspended: session.postTaskNotification(.transferTaskDidSuspend, task: self)
+        default: break
+        }
     }
 
     // MARK: - Probing
@@ -230,7 +286,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         switch session.engine.submit(&spec, events: events) {
         case .failure(let error): fail(error)
         case .success(let id):
-            let cancelNow = core.withLock { core -> Bool in
+            let cancelNow = parts.withLock { core -> Bool in
                 core.headID = id
                 return core.cancelled
             }
@@ -240,8 +296,8 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
 
     /// On the delegate queue.
     private func didProbe(_ head: ResponseHead?, _ outcome: Outcome) {
-        core.withLock { $0.headID = 0 }
-        if core.withLock({ $0.cancelled }) {
+        parts.withLock { $0.headID = 0 }
+        if parts.withLock({ $0.cancelled }) {
             finish()
             return
         }
@@ -253,7 +309,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         let url = URL(string: head.url) ?? request.url
         let response = HTTPResponse(url: url, statusCode: head.status, headers: head.headers,
                                     httpVersion: head.httpVersion)
-        core.withLock { $0.response = response }
+        parts.withLock { $0.response = response }
         let ranges = head.headers["Accept-Ranges"]?.lowercased().contains("bytes") == true
         let length = head.contentLength >= 0 ? head.contentLength : response.expectedContentLength
         let validator: String? = {
@@ -286,7 +342,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         let task = session.downloadTask(with: request, to: destination, options: options,
                                         progress: nil) { [self] response, url, error in
             session.delegateQueue.async {
-                self.core.withLock { core in
+                self.parts.withLock { core in
                     if let response { core.response = response }
                     if let error, core.error == nil { core.error = error }
                     core.single = nil
@@ -294,14 +350,18 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
                 self.finish(fileURL: url)
             }
         }
-        let cancelled = core.withLock { core -> Bool in
+        let (cancelled, suspended) = parts.withLock { core -> (Bool, Bool) in
             core.single = task
             core.segmentsUsed = 1
-            return core.cancelled
+            return (core.cancelled, core.state == .suspended)
         }
         task.observeProgress(.download, on: session.delegateQueue) { [self] progress in deliver(progress) }
         task.resume()
-        if cancelled { task.cancel() }
+        if cancelled {
+            task.cancel()
+        } else if suspended {
+            task.suspend()
+        }
     }
 
     // MARK: - Segments
@@ -349,7 +409,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
             segment.done = offsets[index] == range[1] - range[0] + 1
             segments.append(segment)
         }
-        let (cancelled, pending) = core.withLock { core -> (Bool, [Segment]) in
+        let (cancelled, pending) = parts.withLock { core -> (Bool, [Segment]) in
             core.total = length
             core.segments = segments
             core.segmentsUsed = count
@@ -359,7 +419,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
             return (core.cancelled, pending)
         }
         if cancelled || pending.isEmpty {
-            core.withLock { $0.running = 0 }
+            parts.withLock { $0.running = 0 }
             finish()
             return
         }
@@ -391,7 +451,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
             spec.journal_interval_ms = options.journalIntervalMilliseconds
         }
         if options.speedLimit > 0 {
-            let used = max(1, core.withLock { $0.segmentsUsed })
+            let used = max(1, parts.withLock { $0.segmentsUsed })
             spec.max_recv_speed = max(1, options.speedLimit / Int64(used))
         }
         spec.counters = segment.counters
@@ -407,17 +467,21 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         case .failure(let error):
             segmentDidFinish(segment, error: error)
         case .success(let id):
-            let cancelNow = core.withLock { core -> Bool in
+            let (cancelNow, pauseNow) = parts.withLock { core -> (Bool, Bool) in
                 segment.engineID = id
-                return core.cancelled
+                return (core.cancelled, core.state == .suspended)
             }
-            if cancelNow { session.engine.cancel(id, keepPartial: options.resumable) }
+            if cancelNow {
+                session.engine.cancel(id, keepPartial: options.resumable)
+            } else if pauseNow {
+                session.engine.pause(id)
+            }
         }
     }
 
     /// On the delegate queue (or the caller's, for a refused submit).
     private func segmentDidFinish(_ segment: Segment, error: TransferError?) {
-        let (others, allDone) = core.withLock { core -> ([UInt64], Bool) in
+        let (others, allDone) = parts.withLock { core -> ([UInt64], Bool) in
             core.running -= 1
             var others: [UInt64] = []
             if let error {
@@ -473,13 +537,13 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     // MARK: - Finishing
 
     private func fail(_ error: TransferError) {
-        core.withLock { core in if core.error == nil { core.error = error } }
+        parts.withLock { core in if core.error == nil { core.error = error } }
         finish()
     }
 
     /// On the delegate queue: every connection has ended.
     private func finish(fileURL: URL? = nil) {
-        let (isSingle, segmented, recorded) = core.withLock { core -> (Bool, Bool, TransferError?) in
+        let (isSingle, segmented, recorded) = parts.withLock { core -> (Bool, Bool, TransferError?) in
             (core.segmentsUsed == 1, !core.segments.isEmpty, core.error)
         }
         var error = recorded
@@ -526,7 +590,7 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
     private func complete(url: URL?, error: TransferError?) {
-        let claimed = core.withLock { core -> (Result<URL, TransferError>, [(DispatchQueue, @Sendable (TaskState) -> Void)],
+        let claimed = parts.withLock { core -> (Result<URL, TransferError>, [(DispatchQueue, @Sendable (TaskState) -> Void)],
                                                [@Sendable (Result<URL, TransferError>) -> Void], HTTPResponse?)? in
             guard !core.finished else { return nil }
             core.finished = true
@@ -548,8 +612,17 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
         }
         guard let (result, observers, waiters, response) = claimed else { return }
         if case .success = result { deliver(currentProgress(), final: true) }
-        core.withLock { $0.progressObservers.removeAll() }
+        parts.withLock { $0.progressObservers.removeAll() }
         for (queue, handler) in observers { queue.async { handler(.completed) } }
+        // Out of the task lists before anyone hears of the completion.
+        session.forget(self)
+        var userInfo: [String: Any] = [:]
+        if let response { userInfo[TransferNotificationKey.response] = response }
+        switch result {
+        case .success(let url): userInfo[TransferNotificationKey.assetPath] = url
+        case .failure(let error): userInfo[TransferNotificationKey.error] = error
+        }
+        session.postNotification(.transferTaskDidComplete, task: self, userInfo: userInfo)
         if let completionHandler {
             let fileURL = try? result.get()
             let error: TransferError? = if case .failure(let e) = result { e } else { nil }
@@ -561,27 +634,27 @@ public final class SegmentedDownload: ObservableTransfer, Sendable {
     // MARK: - Progress
 
     private func scheduleProgress() {
-        let schedule = core.withLock { core -> Bool in
+        let schedule = parts.withLock { core -> Bool in
             guard !core.progressPending, !core.finished else { return false }
             core.progressPending = true
             return true
         }
         if schedule {
             session.delegateQueue.async { [self] in
-                core.withLock { $0.progressPending = false }
+                parts.withLock { $0.progressPending = false }
                 deliver(currentProgress())
             }
         }
     }
 
     private func deliver(_ progress: TransferProgress, final: Bool = false) {
-        let observers = core.withLock { core in (core.finished && !final) ? [] : Array(core.progressObservers.values) }
+        let observers = parts.withLock { core in (core.finished && !final) ? [] : Array(core.progressObservers.values) }
         progressHandler?(progress)
         for (queue, handler) in observers { queue.async { handler(progress) } }
     }
 
     private func notifyState(_ state: TaskState) {
-        let observers = core.withLock { Array($0.stateObservers.values) }
+        let observers = parts.withLock { Array($0.stateObservers.values) }
         for (queue, handler) in observers { queue.async { handler(state) } }
     }
 }
@@ -644,7 +717,7 @@ extension SessionManager {
                                   progress: (@Sendable (TransferProgress) -> Void)? = nil,
                                   completionHandler: SegmentedDownload.CompletionHandler? = nil) -> SegmentedDownload
     {
-        SegmentedDownload(session: self, request: request, destination: destination, segments: segments,
-                          options: options, progress: progress, completionHandler: completionHandler)
+        register(SegmentedDownload(session: self, request: request, destination: destination, segments: segments,
+                                   options: options, progress: progress, completionHandler: completionHandler))
     }
 }

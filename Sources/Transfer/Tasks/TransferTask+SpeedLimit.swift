@@ -18,11 +18,11 @@ extension TransferTask {
     ///   - send: Bytes per second uploaded at most; 0 removes the limit.
     public func setSpeedLimit(receive: Int64, send: Int64 = 0) {
         let limit = SpeedLimit(receive: max(0, receive), send: max(0, send))
-        let id: UInt64 = core.withLock { core in
+        let id: UInt64? = core.withLock { core in
             core.speedLimit = limit
-            return core.finished ? 0 : core.engineID
+            return core.life.engineID
         }
-        if id != 0 { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
+        if let id { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
     }
 }
 

@@ -17,21 +17,23 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     public let taskIdentifier: Int
     public let originalRequest: Request
     let session: SessionManager
-    let counters: UnsafeMutablePointer<ct_counters>
+    /// The engine's byte counters for this transfer. A download task that
+    /// took a data task's transfer over shares the data task's block.
+    let counterBlock: CounterBlock
+    var counters: UnsafeMutablePointer<ct_counters> { counterBlock.pointer }
     let core: Protected<Core>
     let delegate: TaskDelegate
 
     struct Core {
-        var state: TaskState = .suspended
-        var started = false
-        var engineID: UInt64 = 0
-        var cancelWhenSubmitted = false
-        var keepPartialOnCancel = false
-        var finished = false
+        /// The lifecycle: the only place state, engine id and pending
+        /// requests live (see ``TaskStateMachine``).
+        var life = TaskStateMachine<DownloadTask>()
+        /// The route of the transfer in the engine, while one is there (the
+        /// engine's event box holds it; become-download swaps its target).
+        weak var route: EngineRoute?
         var taskDescription: String?
         var currentRequest: Request?
         var response: HTTPResponse?
-        var error: TransferError?
         var metrics: TaskMetrics?
         var priority: Float = 0.5
         var upload = TransferProgress(completedUnitCount: 0, totalUnitCount: -1)
@@ -43,8 +45,6 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         var resumeDataHandler: (@Sendable (Data?) -> Void)?
         /// Set by ``setSpeedLimit(receive:send:)``; applied at start and while running.
         var speedLimit: SpeedLimit?
-        var waiter: (any TaskWaiter)?
-        var waiterFired = false
         var redirects = 0
         var challenges = 0
         /// The user/password answered to a 401, and the URL it was answered for:
@@ -65,24 +65,20 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         var handler: @Sendable (TaskState) -> Void
     }
 
-    init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate) {
+    /// - Parameter adopting: For a task that takes over a transfer already
+    ///   in the engine (become-download): its id and counters.
+    init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
+         adopting: (id: UInt64, counters: CounterBlock)? = nil)
+    {
         self.session = session
         self.taskIdentifier = identifier
         self.originalRequest = request
         self.delegate = delegate
-        var block: UnsafeMutablePointer<ct_counters>?
-        if ct_counters_create(&block) != CT_OK || block == nil {
-            // A 64-byte allocation failing means the process is out of memory.
-            fatalError("Transfer: cannot allocate 64 bytes of counters (out of memory)")
-        }
-        counters = block!
+        counterBlock = adopting?.counters ?? CounterBlock()
         var initial = Core()
         initial.currentRequest = request
+        if let adopting { initial.life = TaskStateMachine(adoptingEngineTransfer: adopting.id) }
         core = Protected(initial)
-    }
-
-    deinit {
-        ct_counters_destroy(counters)
     }
 
     // MARK: - Public state
@@ -94,8 +90,12 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     public var currentRequest: Request? { core.withLock { $0.currentRequest } }
     public var response: HTTPResponse? { core.withLock { $0.response } }
-    public var state: TaskState { core.withLock { $0.state } }
-    public var error: TransferError? { core.withLock { $0.error } }
+    public var state: TaskState {
+        let (visible, successor) = core.withLock { ($0.life.visibleState, $0.life.successor) }
+        // A data task that became a download is as far along as its successor.
+        return successor?.state ?? visible
+    }
+    public var error: TransferError? { core.withLock { $0.life.completionError ?? nil } }
     /// Timing of the finished task (nil until it completes).
     public var metrics: TaskMetrics? { core.withLock { $0.metrics } }
 
@@ -129,39 +129,19 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     /// Starts the task, or continues it after ``suspend()``.
     public func resume() {
-        enum Action { case none, start, resumeEngine(UInt64) }
-        let action: Action = core.withLock { core in
-            guard core.state == .suspended else { return .none }
-            core.state = .running
-            if !core.started {
-                core.started = true
-                return .start
-            }
-            return core.engineID != 0 ? .resumeEngine(core.engineID) : .none
-        }
-        switch action {
-        case .none:
-            return
-        case .start:
-            stateDidChange(.running)
-            start()
-        case .resumeEngine(let id):
-            session.engine.resume(id)
-            stateDidChange(.running)
-        }
+        let action = core.withLock { $0.life.resume() }
+        // A data task that became a download: the transfer is the successor's now.
+        if case .forward(let successor) = action { return successor.resume() }
+        perform(action)
     }
 
     /// Pauses a running task without dropping its connection; ``resume()``
-    /// continues where it stopped.
+    /// continues where it stopped. A suspend that arrives before the engine
+    /// has given the transfer an id is kept and applied when it does.
     public func suspend() {
-        let id: UInt64? = core.withLock { core in
-            guard core.state == .running else { return nil }
-            core.state = .suspended
-            return core.engineID
-        }
-        guard let id else { return }
-        if id != 0 { session.engine.pause(id) }
-        stateDidChange(.suspended)
+        let action = core.withLock { $0.life.suspend() }
+        if case .forward(let successor) = action { return successor.suspend() }
+        perform(action)
     }
 
     /// Cancels the task; it completes with ``TransferError/Code/cancelled``.
@@ -170,27 +150,33 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     }
 
     func cancel(keepingPartialData keep: Bool) {
-        enum Action { case none, local, engine(UInt64) }
-        let action: Action = core.withLock { core in
-            guard core.state != .completed, core.state != .canceling, !core.finished else { return .none }
-            core.state = .canceling
-            core.keepPartialOnCancel = keep
-            guard core.started else { return .local }
-            guard core.engineID != 0 else {
-                core.cancelWhenSubmitted = true
-                return .none
-            }
-            return .engine(core.engineID)
-        }
+        let action = core.withLock { $0.life.cancel(keepPartial: keep) }
+        if case .forward(let successor) = action { return successor.cancel() }
+        perform(action)
+    }
+
+    /// Acts on what the state machine decided, outside the lock.
+    private func perform(_ action: TaskStateMachine<DownloadTask>.ControlAction) {
         switch action {
-        case .none:
+        case .none, .forward:
             return
-        case .local:
-            stateDidChange(.canceling)
-            finishLocally(TransferError(.cancelled, "cancelled", url: originalRequest.url))
-        case .engine(let id):
+        case .notify(let state):
+            stateDidChange(state)
+        case .start:
+            stateDidChange(.running)
+            start()
+        case .resumeEngine(let id):
+            session.engine.resume(id)
+            stateDidChange(.running)
+        case .pauseEngine(let id):
+            session.engine.pause(id)
+            stateDidChange(.suspended)
+        case .cancelEngine(let id, let keep):
             stateDidChange(.canceling)
             session.engine.cancel(id, keepPartial: keep)
+        case .cancelLocally:
+            stateDidChange(.canceling)
+            finishLocally(TransferError(.cancelled, "cancelled", url: originalRequest.url))
         }
     }
 
@@ -238,7 +224,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                 spec.max_send_speed = limit.send
             }
         } catch {
-            finishLocally(error)
+            submitFailed(error)
             return
         }
         let submitted = session.engine.submit(&spec, events: makeEvents())
@@ -246,26 +232,36 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         case .failure(let error):
             var error = error
             error.url = request.url
-            finishLocally(error)
+            submitFailed(error)
         case .success(let id):
-            let (cancelNow, limit) = core.withLock { core in
-                core.engineID = id
-                return (core.cancelWhenSubmitted, core.speedLimit)
-            }
+            let (action, limit) = core.withLock { core in (core.life.submitted(id: id), core.speedLimit) }
             // A limit set between building the spec and knowing the id.
             if let limit { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
-            if cancelNow {
-                session.engine.cancel(id, keepPartial: core.withLock { $0.keepPartialOnCancel })
+            // A suspend or cancel that came while the id was not known.
+            switch action {
+            case .none: break
+            case .pauseEngine(let id): session.engine.pause(id)
+            case .cancelEngine(let id, let keep): session.engine.cancel(id, keepPartial: keep)
             }
         }
     }
 
+    private func submitFailed(_ error: TransferError) {
+        if case .finishLocally(let error) = core.withLock({ $0.life.submitFailed(error) }) {
+            finishLocally(error)
+        }
+    }
+
+    /// The events of one hop, routed to whichever task owns the transfer
+    /// (this one, or its download successor after become-download).
     func makeEvents() -> TransferEvents {
-        TransferEvents(
-            onResponse: { [self] head in engineDidReceiveResponse(head) },
-            onProgress: { [self] snapshot in engineDidProgress(snapshot) },
+        let route = EngineRoute(self)
+        core.withLock { $0.route = route }
+        return TransferEvents(
+            onResponse: { head in route.target.engineDidReceiveResponse(head) },
+            onProgress: { snapshot in route.target.engineDidProgress(snapshot) },
             onData: nil,
-            onFinish: { [self] outcome in engineDidFinish(outcome) },
+            onFinish: { outcome in route.target.engineDidFinish(outcome) },
             onRead: nil,
             onRewind: nil
         )
@@ -299,7 +295,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             core.download = TransferProgress(completedUnitCount: snapshot.received,
                                              totalUnitCount: snapshot.expectedToReceive, elapsed: snapshot.elapsed,
                                              resumeOffset: core.download.resumeOffset)
-            guard !core.progressDeliveryPending, !core.finished,
+            guard !core.progressDeliveryPending, !core.life.isCompleted,
                 !core.progressObservers.isEmpty || delegate.hasProgressListeners
             else { return false }
             core.progressDeliveryPending = true
@@ -315,7 +311,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     func deliverProgress() {
         let delivery = core.withLock { core -> (TransferProgress, TransferProgress, [ProgressObserver], Int64, Bool, Bool)? in
             core.progressDeliveryPending = false
-            guard !core.finished else { return nil }
+            guard !core.life.isCompleted else { return nil }
             let previous = core.lastDelivered
             core.lastDelivered = (core.upload, core.download)
             let sentBefore = core.lastSent
@@ -349,7 +345,17 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     func engineDidFinish(_ outcome: Outcome) {
         session.mailbox.post { [self] in
-            if !followUp(after: outcome) { complete(with: outcome) }
+            switch core.withLock({ $0.life.engineFinished() }) {
+            case .none:
+                return
+            case .complete:
+                complete(with: outcome)
+            case .considerFollowUp:
+                if !followUp(after: outcome) {
+                    core.withLock { $0.life.endHops() }
+                    complete(with: outcome)
+                }
+            }
         }
     }
 
@@ -359,7 +365,8 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     /// redirect the hook wants followed, or in a 401 the challenge handler
     /// answers with a credential. Returns false when the task should complete.
     func followUp(after outcome: Outcome) -> Bool {
-        guard outcome.succeeded, let response, state == .running || state == .suspended else { return false }
+        // Only called between hops of a task that was not cancelled (TaskStateMachine.engineFinished).
+        guard outcome.succeeded, let response else { return false }
         let status = response.statusCode
         if (300..<400).contains(status), let location = outcome.redirectURL, session.handlesRedirectsManually {
             return followRedirect(response: response, location: location)
@@ -405,7 +412,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         }
         core.withLock { $0.currentRequest = decided }
         discardHopResult()
-        submit(decided)
+        beginHop(decided)
         return true
     }
 
@@ -428,7 +435,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         case .useCredential(let credential) where credential.serverTrust == nil:
             core.withLock { $0.credential = (credential, url) }
             discardHopResult()
-            submit(currentRequest ?? originalRequest)
+            beginHop(currentRequest ?? originalRequest)
             return true
         case .useCredential:
             return false   // a server-trust credential answers no 401: the 401 is the result
@@ -442,6 +449,17 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     /// Forgets what an intermediate hop produced before the next one starts.
     func discardHopResult() {}
+
+    /// On the delegate queue: starts the next hop, unless the task was
+    /// cancelled while the hook decided.
+    private func beginHop(_ request: Request) {
+        let cancelled = TransferError(.cancelled, "cancelled", url: originalRequest.url)
+        switch core.withLock({ $0.life.beginHop(cancelled: cancelled) }) {
+        case .submit: submit(request)
+        case .finishLocally(let error): complete(error: error, outcome: nil)
+        case .none: break   // only reachable between hops, where the machine always answers
+        }
+    }
 
     /// Completes without the engine (cancelled before start, bad request).
     func finishLocally(_ error: TransferError) {
@@ -459,12 +477,12 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     func complete(error: TransferError?, outcome: Outcome?) {
         var error = error
         if var e = error, e.response == nil { e.response = response; error = e }
-        let finalSnapshot: (TransferProgress, TransferProgress, [ProgressObserver], [StateObserver], Bool, Bool)? =
+        let finalSnapshot:
+            (TransferProgress, TransferProgress, [ProgressObserver], [StateObserver], Bool, Bool, (any TaskWaiter)?)? =
             core.withLock { core in
-                guard !core.finished else { return nil }
-                core.finished = true
-                core.state = .completed
-                core.error = error
+                // Exactly once, whoever gets here first (engine finish, local finish, cancel).
+                guard case .deliver(let waiter) = core.life.complete(error) else { return nil }
+                core.route = nil
                 core.metrics = outcome?.metrics
                 if error == nil {
                     // A final report at 100 %: totals become what was really moved.
@@ -479,20 +497,25 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                 core.lastDelivered = (core.upload, core.download)
                 let result = (core.upload, core.download, Array(core.progressObservers.values),
                               Array(core.stateObservers.values), previous?.upload != core.upload,
-                              previous?.download != core.download)
+                              previous?.download != core.download, waiter)
                 core.progressObservers.removeAll()
                 core.stateObservers.removeAll()
                 return result
             }
-        guard let (upload, download, progressObservers, stateObservers, uploadChanged, downloadChanged) = finalSnapshot
+        guard let (upload, download, progressObservers, stateObservers, uploadChanged, downloadChanged, waiter) =
+            finalSnapshot
         else { return }
         publish(upload: upload, download: download, observers: progressObservers, uploadChanged: uploadChanged,
                 downloadChanged: downloadChanged)
         for observer in stateObservers {
             observer.queue.async { observer.handler(.completed) }
         }
-        session.taskDidComplete(self, error: error, outcome: outcome)
+        session.taskDidComplete(self, error: error, outcome: outcome, waiter: waiter)
+        didDeliverCompletion(error: error)
     }
+
+    /// After this task's completion was delivered (once).
+    func didDeliverCompletion(error: TransferError?) {}
 
     func stateDidChange(_ state: TaskState) {
         let observers = core.withLock { Array($0.stateObservers.values) }
@@ -500,7 +523,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             observer.queue.async { observer.handler(state) }
         }
         switch state {
-        case .running where core.withLock({ $0.engineID != 0 || $0.started }):
+        case .running:
             session.postTaskNotification(.transferTaskDidResume, task: self)
         case .suspended:
             session.postTaskNotification(.transferTaskDidSuspend, task: self)
@@ -509,26 +532,12 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         }
     }
 
-    /// Registers the async/await waiter; fires at once if already complete.
+    /// Registers the async/await waiter; fires at once if already complete
+    /// (otherwise the completion fires it, after queueing the handler).
     func attach(_ waiter: any TaskWaiter) {
-        let done: TransferError?? = core.withLock { core in
-            guard core.finished && core.state == .completed && core.waiterFired else {
-                core.waiter = waiter
-                return .none
-            }
-            return .some(core.error)
+        if case .fire(let error) = core.withLock({ $0.life.attach(waiter) }) {
+            waiter.taskDidComplete(self, error: error)
         }
-        if case .some(let error) = done { waiter.taskDidComplete(self, error: error) }
-    }
-
-    /// Called once by the session after the completion handler was queued.
-    func fireWaiter() {
-        let (waiter, error) = core.withLock { core -> ((any TaskWaiter)?, TransferError?) in
-            core.waiterFired = true
-            defer { core.waiter = nil }
-            return (core.waiter, core.error)
-        }
-        waiter?.taskDidComplete(self, error: error)
     }
 
     // MARK: - ObservableTransfer
@@ -542,7 +551,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                                 _ handler: @escaping @Sendable (TransferProgress) -> Void) -> ObservationToken
     {
         let id: Int? = core.withLock { core in
-            guard !core.finished else { return nil }
+            guard !core.life.isCompleted else { return nil }
             core.nextObserverID += 1
             core.progressObservers[core.nextObserverID] = ProgressObserver(direction: direction, queue: queue,
                                                                            handler: handler)
@@ -559,7 +568,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                              _ handler: @escaping @Sendable (TaskState) -> Void) -> ObservationToken
     {
         let id: Int? = core.withLock { core in
-            guard !core.finished else { return nil }
+            guard !core.life.isCompleted else { return nil }
             core.nextObserverID += 1
             core.stateObservers[core.nextObserverID] = StateObserver(queue: queue, handler: handler)
             return core.nextObserverID

@@ -1,0 +1,52 @@
+import CTransfer
+
+/// The one target the engine's events for a transfer go to.
+///
+/// Each hop's event closures call `route.target`; the task that submitted
+/// the hop is the first target. When a data task becomes a download the
+/// route is pointed at the new ``DownloadTask`` before the engine is told to
+/// continue, so response, progress and finish reach the task that owns the
+/// transfer now, with no side table to consult (as AFNetworking moves its
+/// task delegate in `didBecomeDownloadTask`).
+///
+/// Held by the engine's event box (so for as long as the transfer can call
+/// back) and weakly by the task: no cycle outlives the transfer.
+final class EngineRoute: Sendable {
+    private let current: Protected<TransferTask>
+
+    init(_ target: TransferTask) {
+        current = Protected(target)
+    }
+
+    /// The task the next event goes to.
+    var target: TransferTask { current.withLock { $0 } }
+
+    /// Sends every later event of this transfer to `successor`.
+    func redirect(to successor: TransferTask) {
+        current.withLock { $0 = successor }
+    }
+}
+
+/// The engine's byte counters of one transfer (written by the loop thread
+/// with atomics, read anywhere through ct_counters_*). A class so that a
+/// download task taking a data task's transfer over reads the same block
+/// the engine writes.
+final class CounterBlock: @unchecked Sendable {
+    // @unchecked Sendable: the pointer never changes; the block's fields are
+    // atomics (ct_counters.h) and it is freed once, in deinit, after every
+    // task and spec that borrowed it is gone.
+    let pointer: UnsafeMutablePointer<ct_counters>
+
+    init() {
+        var block: UnsafeMutablePointer<ct_counters>?
+        if ct_counters_create(&block) != CT_OK || block == nil {
+            // A 64-byte allocation failing means the process is out of memory.
+            fatalError("Transfer: cannot allocate 64 bytes of counters (out of memory)")
+        }
+        pointer = block!
+    }
+
+    deinit {
+        ct_counters_destroy(pointer)
+    }
+}

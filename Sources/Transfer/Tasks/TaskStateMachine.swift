@@ -1,0 +1,328 @@
+/// The life of one task as a value: events in, actions out.
+///
+/// Every change of a task's lifecycle goes through one of the `mutating`
+/// functions below, under the task's lock; the caller then performs the
+/// returned action outside the lock (engine commands, notifications,
+/// completion). The machine itself touches no engine, queue or socket, so it
+/// is tested event by event (TaskStateMachineTests).
+///
+/// The state carries its data: the engine id exists only while a transfer is
+/// in the engine, what the user asked for (run, suspend, cancel) travels with
+/// it, and a task that became a download names its successor. A request made
+/// before the engine id is known (suspend, cancel) is kept in ``Intent`` and
+/// applied when the id arrives, so it cannot be lost.
+///
+/// `Successor` is the task that takes over after `becomeDownload`
+/// (``DownloadTask`` in the library, any type in tests).
+struct TaskStateMachine<Successor: Sendable>: Sendable {
+    /// What the user last asked for while a transfer is (or is about to be) in the engine.
+    enum Intent: Sendable, Equatable {
+        case run
+        case suspend
+        case cancel(keepPartial: Bool)
+
+        var visible: TaskState {
+            switch self {
+            case .run: return .running
+            case .suspend: return .suspended
+            case .cancel: return .canceling
+            }
+        }
+    }
+
+    enum State: Sendable {
+        /// Created, never resumed.
+        case initialized
+        /// Resumed; a spec is being handed to the engine and its id is not known yet.
+        case submitting(Intent)
+        /// A transfer with this id is in the engine.
+        case inEngine(id: UInt64, Intent)
+        /// The engine finished a hop; the delegate queue decides whether a
+        /// redirect or a 401 answer starts another one.
+        case betweenHops(Intent)
+        /// The result is known and being produced (file moved, body kept); the
+        /// visible state stays what it was until completion.
+        case finishing(TaskState)
+        /// The transfer continues as a download task: control goes there.
+        case movedToDownload(Successor)
+        /// Completion delivered (exactly once).
+        case completed(TransferError?)
+    }
+
+    private(set) var state: State
+    /// The async/await waiter, fired once with the completion.
+    private var waiter: (any TaskWaiter)?
+
+    init() {
+        state = .initialized
+    }
+
+    /// A task that takes over a transfer already in the engine (become-download),
+    /// paused there when the user had suspended the task it came from.
+    init(adoptingEngineTransfer id: UInt64, suspended: Bool = false) {
+        state = .inEngine(id: id, suspended ? .suspend : .run)
+    }
+
+    // MARK: - Queries
+
+    /// The state as the public API shows it (`NSURLSessionTaskState`).
+    var visibleState: TaskState {
+        switch state {
+        case .initialized: return .suspended
+        case .submitting(let intent), .inEngine(_, let intent), .betweenHops(let intent): return intent.visible
+        case .finishing(let visible): return visible
+        case .movedToDownload: return .running
+        case .completed: return .completed
+        }
+    }
+
+    /// The id of the transfer in the engine, if one is there.
+    var engineID: UInt64? {
+        if case .inEngine(let id, _) = state { return id }
+        return nil
+    }
+
+    var isCompleted: Bool {
+        if case .completed = state { return true }
+        return false
+    }
+
+    /// The completion error, once completed.
+    var completionError: TransferError?? {
+        if case .completed(let error) = state { return .some(error) }
+        return .none
+    }
+
+    var successor: Successor? {
+        if case .movedToDownload(let successor) = state { return successor }
+        return nil
+    }
+
+    // MARK: - Control from the user (any thread)
+
+    enum ControlAction {
+        case none
+        /// Tell observers (state change + notification); nothing for the engine.
+        case notify(TaskState)
+        /// First resume: notify `.running`, then submit the first hop.
+        case start
+        case resumeEngine(UInt64)
+        case pauseEngine(UInt64)
+        case cancelEngine(UInt64, keepPartial: Bool)
+        /// Cancelled before start: notify `.canceling`, then complete as cancelled without the engine.
+        case cancelLocally
+        /// The task became a download: the call goes to the successor.
+        case forward(Successor)
+    }
+
+    mutating func resume() -> ControlAction {
+        switch state {
+        case .initialized:
+            state = .submitting(.run)
+            return .start
+        case .submitting(.suspend):
+            state = .submitting(.run)
+            return .notify(.running)
+        case .inEngine(let id, .suspend):
+            state = .inEngine(id: id, .run)
+            return .resumeEngine(id)
+        case .betweenHops(.suspend):
+            state = .betweenHops(.run)
+            return .notify(.running)
+        case .movedToDownload(let successor):
+            return .forward(successor)
+        case .submitting, .inEngine, .betweenHops, .finishing, .completed:
+            return .none
+        }
+    }
+
+    mutating func suspend() -> ControlAction {
+        switch state {
+        case .submitting(.run):
+            // The id is not known yet: the pause is applied when it is.
+            state = .submitting(.suspend)
+            return .notify(.suspended)
+        case .inEngine(let id, .run):
+            state = .inEngine(id: id, .suspend)
+            return .pauseEngine(id)
+        case .betweenHops(.run):
+            state = .betweenHops(.suspend)
+            return .notify(.suspended)
+        case .movedToDownload(let successor):
+            return .forward(successor)
+        case .initialized, .submitting, .inEngine, .betweenHops, .finishing, .completed:
+            return .none
+        }
+    }
+
+    mutating func cancel(keepPartial: Bool) -> ControlAction {
+        switch state {
+        case .initialized:
+            state = .finishing(.canceling)
+            return .cancelLocally
+        case .submitting(.run), .submitting(.suspend):
+            state = .submitting(.cancel(keepPartial: keepPartial))
+            return .notify(.canceling)
+        case .inEngine(let id, .run), .inEngine(let id, .suspend):
+            state = .inEngine(id: id, .cancel(keepPartial: keepPartial))
+            return .cancelEngine(id, keepPartial: keepPartial)
+        case .betweenHops(.run), .betweenHops(.suspend):
+            state = .betweenHops(.cancel(keepPartial: keepPartial))
+            return .notify(.canceling)
+        case .movedToDownload(let successor):
+            return .forward(successor)
+        case .submitting(.cancel), .inEngine(_, .cancel), .betweenHops(.cancel), .finishing, .completed:
+            return .none
+        }
+    }
+
+    // MARK: - Submitting
+
+    enum SubmittedAction: Equatable {
+        case none
+        /// A suspend arrived before the id: pause now.
+        case pauseEngine(UInt64)
+        /// A cancel arrived before the id: cancel now.
+        case cancelEngine(UInt64, keepPartial: Bool)
+    }
+
+    /// The engine accepted the spec and gave it `id`.
+    mutating func submitted(id: UInt64) -> SubmittedAction {
+        guard case .submitting(let intent) = state else {
+            // The transfer finished (or the task completed) before the
+            // submitter got here: the id is stale, nothing to apply.
+            return .none
+        }
+        state = .inEngine(id: id, intent)
+        switch intent {
+        case .run: return .none
+        case .suspend: return .pauseEngine(id)
+        case .cancel(let keep): return .cancelEngine(id, keepPartial: keep)
+        }
+    }
+
+    enum LocalFinishAction {
+        case none
+        /// Complete with this error without the engine.
+        case finishLocally(TransferError)
+    }
+
+    /// Building or submitting the spec failed (bad request, engine stopping).
+    mutating func submitFailed(_ error: TransferError) -> LocalFinishAction {
+        guard case .submitting(let intent) = state else { return .none }
+        state = .finishing(intent.visible)
+        return .finishLocally(error)
+    }
+
+    /// The task cannot start at all (its session is invalidated).
+    mutating func failBeforeStart(_ error: TransferError) -> LocalFinishAction {
+        guard case .initialized = state else { return .none }
+        state = .finishing(.running)
+        return .finishLocally(error)
+    }
+
+    // MARK: - Engine events (delegate queue)
+
+    enum FinishAction: Equatable {
+        case none
+        /// The hop ended: follow a redirect or answer a 401 if wanted, else complete.
+        case considerFollowUp
+        /// The hop ended after a cancel: complete with the outcome.
+        case complete
+    }
+
+    /// The engine finished the current hop.
+    mutating func engineFinished() -> FinishAction {
+        switch state {
+        case .inEngine(_, let intent), .submitting(let intent):
+            // `.submitting`: the finish overtook the submitter (the id is stale when it arrives).
+            if case .cancel = intent {
+                state = .finishing(.canceling)
+                return .complete
+            }
+            state = .betweenHops(intent)
+            return .considerFollowUp
+        case .initialized, .betweenHops, .finishing, .movedToDownload, .completed:
+            return .none
+        }
+    }
+
+    enum HopAction {
+        case none
+        /// Submit the next hop.
+        case submit
+        /// Cancelled while deciding: complete as cancelled.
+        case finishLocally(TransferError)
+    }
+
+    /// A redirect or a 401 answer wants another hop.
+    mutating func beginHop(cancelled: @autoclosure () -> TransferError) -> HopAction {
+        switch state {
+        case .betweenHops(.run):
+            state = .submitting(.run)
+            return .submit
+        case .betweenHops(.suspend):
+            state = .submitting(.suspend)
+            return .submit
+        case .betweenHops(.cancel):
+            state = .finishing(.canceling)
+            return .finishLocally(cancelled())
+        case .initialized, .submitting, .inEngine, .finishing, .movedToDownload, .completed:
+            return .none
+        }
+    }
+
+    /// No further hop: the result is produced from the last outcome.
+    mutating func endHops() {
+        if case .betweenHops(let intent) = state { state = .finishing(intent.visible) }
+    }
+
+    enum BecomeDownloadAction {
+        /// Hand the transfer `id` to the successor (suspended by the user, or not).
+        case become(UInt64, suspended: Bool)
+        /// Cancelled or finished meanwhile: the disposition is refused.
+        case refuse
+    }
+
+    /// The response hook answered `.becomeDownload`.
+    mutating func becomeDownload(_ successor: Successor) -> BecomeDownloadAction {
+        switch state {
+        case .inEngine(let id, .run):
+            state = .movedToDownload(successor)
+            return .become(id, suspended: false)
+        case .inEngine(let id, .suspend):
+            state = .movedToDownload(successor)
+            return .become(id, suspended: true)
+        case .initialized, .submitting, .inEngine, .betweenHops, .finishing, .movedToDownload, .completed:
+            return .refuse
+        }
+    }
+
+    // MARK: - Completion
+
+    enum CompleteAction {
+        /// Already completed: do nothing (completion is delivered once).
+        case none
+        /// Deliver the completion, then fire this waiter (if any).
+        case deliver(waiter: (any TaskWaiter)?)
+    }
+
+    mutating func complete(_ error: TransferError?) -> CompleteAction {
+        if case .completed = state { return .none }
+        state = .completed(error)
+        defer { waiter = nil }
+        return .deliver(waiter: waiter)
+    }
+
+    enum AttachAction {
+        case none
+        /// Already completed: fire the waiter now with this error.
+        case fire(TransferError?)
+    }
+
+    mutating func attach(_ newWaiter: any TaskWaiter) -> AttachAction {
+        if case .completed(let error) = state { return .fire(error) }
+        waiter = newWaiter
+        return .none
+    }
+}
