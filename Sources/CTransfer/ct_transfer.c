@@ -941,6 +941,7 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
     case CT_TLS_NO_PIN_MATCHED:
     case CT_TLS_POLICY_INVALID:
     case CT_TLS_REJECTED_BY_DELEGATE:
+    case CT_TLS_CHALLENGE_TIMED_OUT:
       return CT_E_SERVER_TRUST;
     default:
       return CT_E_TLS;

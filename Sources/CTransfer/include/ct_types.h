@@ -58,7 +58,9 @@ typedef enum ct_tls_reason {
   CT_TLS_NO_PIN_MATCHED = 3,
   CT_TLS_POLICY_INVALID = 4,    /* the policy itself is refused */
   CT_TLS_REJECTED_BY_DELEGATE = 5,
-  CT_TLS_HANDSHAKE = 6          /* the handshake failed before evaluation */
+  CT_TLS_HANDSHAKE = 6,         /* the handshake failed before evaluation */
+  CT_TLS_CHALLENGE_TIMED_OUT = 7  /* the challenge handler gave no answer in
+                                   * time: refused (fail closed) */
 } ct_tls_reason;
 
 /* Per-transfer timings, seconds from the start of the transfer; -1 unknown. */
