@@ -197,6 +197,7 @@ struct cti_transfer {
   struct cti_tls_verdict verdict;
   uint64_t trust_generation;      /* of the CAINFO marker now set */
   struct curl_slist *resolve;     /* CURLOPT_RESOLVE entries */
+  int body_waiting;         /* on_read said CT_READ_PAUSE: until body_ready */
 };
 
 ct_code cti_transfer_create(struct ct_loop *loop,
@@ -262,7 +263,8 @@ enum cti_command_kind {
   CTI_CMD_DISPOSITION,
   CTI_CMD_SPEED,
   CTI_CMD_TOTAL_SPEED,
-  CTI_CMD_TRUST_POLICY
+  CTI_CMD_TRUST_POLICY,
+  CTI_CMD_BODY_READY
 };
 
 struct cti_command {

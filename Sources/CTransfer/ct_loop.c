@@ -383,6 +383,12 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
       unpause_if_free(t);
     }
     break;
+  case CTI_CMD_BODY_READY:
+    if(t->body_waiting) {
+      t->body_waiting = 0;
+      unpause_if_free(t);
+    }
+    break;
   case CTI_CMD_SPEED:
     /* Read by the rate buckets at the next chunk (ct_ratelimit.c). */
     t->spec.max_recv_speed = c->a;
@@ -768,6 +774,11 @@ ct_code ct_loop_pause(struct ct_loop *loop, uint64_t id)
 ct_code ct_loop_resume(struct ct_loop *loop, uint64_t id)
 {
   return simple_command(loop, CTI_CMD_RESUME, id, 0, 0, 0);
+}
+
+ct_code ct_loop_body_ready(struct ct_loop *loop, uint64_t id)
+{
+  return simple_command(loop, CTI_CMD_BODY_READY, id, 0, 0, 0);
 }
 
 ct_code ct_loop_set_disposition(struct ct_loop *loop, uint64_t id,

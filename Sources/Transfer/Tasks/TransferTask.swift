@@ -252,6 +252,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                 core.engineID = id
                 return (core.cancelWhenSubmitted, core.speedLimit)
             }
+            didSubmit(engineID: id)
             // A limit set between building the spec and knowing the id.
             if let limit { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
             if cancelNow {
@@ -259,6 +260,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             }
         }
     }
+
+    /// The engine accepted the transfer under `engineID` (each hop).
+    func didSubmit(engineID: UInt64) {}
 
     func makeEvents() -> TransferEvents {
         TransferEvents(
