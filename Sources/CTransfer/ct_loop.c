@@ -387,6 +387,11 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     if(t->body_waiting) {
       t->body_waiting = 0;
       unpause_if_free(t);
+      /* curl_easy_pause() marks the handle to run now but (libcurl 7.88)
+       * does not call the timer callback outside socket_action: run the
+       * timeouts on the next pass ourselves, or the upload waits for an
+       * unrelated event. */
+      loop->run_timeout_now = 1;
     }
     break;
   case CTI_CMD_SPEED:
