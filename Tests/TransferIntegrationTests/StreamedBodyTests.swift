@@ -4,20 +4,31 @@ import Testing
 import TestSupport
 import Transfer
 
-/// Where a `GatedStream` waits, shared with the test.
-final class StreamGate: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private let blocked = Locked<Bool>(false)
+/// Where a `GatedStream` waits, shared with the test: a latch, so that a
+/// stream made again after a rewind (curl may resend a body, e.g. on a
+/// reused connection that died) passes once the test has opened it.
+final class StreamGate: @unchecked Sendable {
+    // @unchecked Sendable: `opened` and `waiters` are guarded by `condition`.
+    private let condition = NSCondition()
+    private var opened = false
+    private var waiters = 0
 
     /// Whether a read is waiting at the gate.
-    var isBlocked: Bool { blocked.withLock { $0 } }
+    var isBlocked: Bool { condition.withLock { waiters > 0 } }
 
-    func open() { semaphore.signal() }
+    func open() {
+        condition.withLock {
+            opened = true
+            condition.broadcast()
+        }
+    }
 
     fileprivate func pass() {
-        blocked.withLock { $0 = true }
-        semaphore.wait()
-        blocked.withLock { $0 = false }
+        condition.withLock {
+            waiters += 1
+            while !opened { condition.wait() }
+            waiters -= 1
+        }
     }
 }
 
