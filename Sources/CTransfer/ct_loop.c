@@ -384,15 +384,19 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     }
     break;
   case CTI_CMD_BODY_READY:
-    if(t->body_waiting) {
-      t->body_waiting = 0;
+    /* Not gated on body_waiting: a wake-up must never be dropped because a
+     * flag disagrees. This runs between socket_action calls, so a
+     * CURL_READFUNC_PAUSE that read_cb returned has taken effect (curl set
+     * KEEP_SEND_PAUSE before returning to us) and CONT always finds it;
+     * unpausing a transfer that is not paused is a no-op for curl, and a
+     * read that finds nothing pauses again. */
+    t->body_waiting = 0;
+    if(!t->rate_paused)
       unpause_if_free(t);
-      /* curl_easy_pause() marks the handle to run now but (libcurl 7.88)
-       * does not call the timer callback outside socket_action: run the
-       * timeouts on the next pass ourselves, or the upload waits for an
-       * unrelated event. */
-      loop->run_timeout_now = 1;
-    }
+    /* curl_easy_pause() marks the handle to run now; run the timeouts on
+     * the next pass ourselves too, whether or not curl called timer_cb,
+     * or the upload could wait for an unrelated event. */
+    loop->run_timeout_now = 1;
     break;
   case CTI_CMD_SPEED:
     /* Read by the rate buckets at the next chunk (ct_ratelimit.c). */
