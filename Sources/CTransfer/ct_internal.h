@@ -91,6 +91,34 @@ ct_code cti_sink_commit(struct cti_sink *sink);
 void cti_sink_abandon(struct cti_sink *sink, int keep);
 void cti_sink_free(struct cti_sink *sink);
 
+/* --- ct_worker.c ------------------------------------------------------ */
+
+/* Blocking file work off the loop thread (issue 12). `run` runs on the
+ * worker, `done` on the loop thread afterwards; whoever queued the job
+ * owns its memory and keeps what `run` uses out of reach until `done`. */
+struct cti_job {
+  struct cti_job *next;
+  void (*run)(struct cti_job *job);
+  void (*done)(struct cti_job *job);   /* may free the job */
+  void *owner;
+  const char *gate_path;     /* tests only: see ct_worker.c; NULL: none */
+};
+
+struct cti_worker;
+
+/* Start the worker; it wakes the loop through `eventfd` (the loop's). */
+ct_code cti_worker_create(int eventfd, struct cti_worker **out);
+/* Queue `job` (any thread). CT_E_SHUTDOWN once drained: run it inline. */
+ct_code cti_worker_submit(struct cti_worker *w, struct cti_job *job);
+/* Loop thread: run `done` of every finished job. */
+void cti_worker_collect(struct cti_worker *w);
+/* Loop thread, at shutdown: wait for every queued job, collect them. */
+void cti_worker_drain(struct cti_worker *w);
+void cti_worker_free(struct cti_worker *w);
+/* fsync the folder holding `path` (makes a rename in it durable); 0 or an
+ * errno. Blocks: worker thread. */
+int cti_fsync_parent(const char *path);
+
 /* --- ct_ratelimit.c ---------------------------------------------------- */
 
 struct ct_loop;
@@ -197,6 +225,14 @@ struct cti_transfer {
   struct cti_tls_verdict verdict;
   uint64_t trust_generation;      /* of the CAINFO marker now set */
   struct curl_slist *resolve;     /* CURLOPT_RESOLVE entries */
+  /* Finishing: the commit (fsync, rename, folder fsync) runs on the
+   * worker; until its job is done the loop neither touches the sink nor
+   * reports nor frees the transfer (ct_worker.c). */
+  int committing;
+  struct cti_job commit_job;
+  ct_code commit_code;
+  CURLcode finish_cc;
+  const char *finish_message;
   int body_waiting;         /* on_read said CT_READ_PAUSE: until body_ready */
 };
 
@@ -324,6 +360,7 @@ struct ct_loop {
   struct cti_bucket total_bucket[2];   /* ct_ratelimit.c */
   int rate_timerfd;
   double rate_deadline;                /* armed wake-up; 0: none */
+  struct cti_worker *worker;           /* ct_worker.c: blocking file work */
 };
 
 /* --- ct_tls_sockets.c ------------------------------------------------- */
@@ -354,6 +391,10 @@ void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
  * trust generation that no live transfer opened or uses (idle in curl's
  * pool); curl then finds them dead and closes them. Loop thread. */
 void cti_tls_close_stale_sockets(struct ct_loop *loop);
+
+/* Take a finished transfer out of curl and the table and free it (after
+ * its commit job, see cti_transfer.committing). Loop thread. */
+void cti_loop_retire(struct ct_loop *loop, struct cti_transfer *t);
 
 /* The live transfer with `id`, or NULL. Loop thread. */
 struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id);

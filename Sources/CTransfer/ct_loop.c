@@ -139,6 +139,8 @@ static void easy_give_back(struct ct_loop *loop, CURL *easy, int clean)
 /* Take `t` out of curl and the table, report, free. Loop thread only. */
 static void retire(struct ct_loop *loop, struct cti_transfer *t)
 {
+  if(t->committing)
+    return;          /* its commit job retires it when done */
   if(t->added) {
     curl_multi_remove_handle(loop->multi, t->easy);
     t->added = 0;
@@ -154,6 +156,11 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t)
    * are closed once they fall idle. */
   if(loop->stale_sockets)
     cti_tls_close_stale_sockets(loop);
+}
+
+void cti_loop_retire(struct ct_loop *loop, struct cti_transfer *t)
+{
+  retire(loop, t);
 }
 
 static void drain_done(struct ct_loop *loop)
@@ -335,7 +342,7 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     return;
   }
   t = table_find(loop, c->id);
-  if(!t)
+  if(!t || t->committing)
     return;          /* finished already: commands on it are no-ops */
   switch(c->kind) {
   case CTI_CMD_CANCEL:
@@ -520,6 +527,7 @@ static void *loop_main(void *arg)
       int fd = events[i].data.fd;
       if(fd == loop->eventfd) {
         drain_commands(loop);
+        cti_worker_collect(loop->worker);
       }
       else if(fd == loop->timerfd) {
         uint64_t expirations;
@@ -552,6 +560,9 @@ static void *loop_main(void *arg)
   loop->closing = 1;
   pthread_mutex_unlock(&loop->lock);
   drain_commands(loop);
+  /* Commits under way end first (each reports once); none starts later:
+   * a cancelled transfer has nothing to commit. */
+  cti_worker_drain(loop->worker);
   while(loop->all)
     cancel_transfer(loop, loop->all, 0, CT_E_CANCELLED);
   if(loop->config.callbacks.on_batch_end)
@@ -571,6 +582,7 @@ static void loop_free(struct ct_loop *loop)
 {
   if(!loop)
     return;
+  cti_worker_free(loop->worker);   /* before the eventfd it writes to */
   while(loop->easy_pool_count > 0)
     curl_easy_cleanup(loop->easy_pool[--loop->easy_pool_count]);
   if(loop->multi)
@@ -643,6 +655,8 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
     goto fail;
 
   rc = open_fds(loop);
+  if(rc == CT_OK)
+    rc = cti_worker_create(loop->eventfd, &loop->worker);
   if(rc != CT_OK)
     goto fail;
   rc = cti_tls_state_create(loop->ca_file, &loop->tls, errbuf);

@@ -969,8 +969,84 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
   return cti_code_from_curl_state(cc, &st);
 }
 
+/* Put a finished download in place: flush, fsync, rename, fsync the
+ * folder. Blocks on the disk: runs on the worker (commit_run) unless the
+ * worker is gone. */
+static ct_code commit_file(struct cti_transfer *t, const char **message)
+{
+  ct_code code = CT_OK;
+  int err;
+  if(t->sink.fd < 0 && t->local_code == CT_OK) {
+    /* An empty body never opened the file: create it now so that a
+     * successful download always leaves a (possibly empty) file. */
+    code = cti_sink_open_file(&t->sink, 0, 1);
+    if(code != CT_OK)
+      *message = "cannot create the destination file";
+  }
+  if(code == CT_OK) {
+    code = cti_sink_commit(&t->sink);
+    if(code != CT_OK)     /* the step that failed: fsync, rename... */
+      *message = t->sink.failed ? t->sink.failed :
+        "cannot move the download into place";
+  }
+  if(code == CT_OK && t->sink.path &&
+     (err = cti_fsync_parent(t->sink.path)) != 0) {
+    /* Renamed, but the rename may not survive a crash: say so. */
+    t->sink.sys_errno = err;
+    t->sink.failed = "cannot fsync the destination folder";
+    *message = t->sink.failed;
+    code = CT_E_SINK_IO;
+  }
+  return code;
+}
+
+static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
+                   const char *message, int committed);
+
+static void commit_run(struct cti_job *job)       /* worker thread */
+{
+  struct cti_transfer *t = job->owner;
+  t->commit_code = commit_file(t, &t->finish_message);
+}
+
+static void commit_done(struct cti_job *job)      /* loop thread */
+{
+  struct cti_transfer *t = job->owner;
+  report(t, t->commit_code, t->finish_cc, t->finish_message, 1);
+  t->committing = 0;
+  cti_loop_retire(t->loop, t);     /* frees t, and job with it */
+}
+
 static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
                    const char *message)
+{
+  if(t->finished)
+    return;
+  t->finished = 1;
+  if(code == CT_OK && t->checksum)
+    code = cti_checksum_verify(t);
+  if(code == CT_OK && t->sink.kind == CT_SINK_FILE) {
+    /* The transfer stays "finishing" (in the table, its easy handle
+     * kept for the result) until the commit job is done. */
+    t->finish_cc = cc;
+    t->finish_message = message;
+    t->commit_job.run = commit_run;
+    t->commit_job.done = commit_done;
+    t->commit_job.owner = t;
+    t->commit_job.gate_path = t->sink.path ? t->sink.path :
+      t->sink.part_path;
+    t->committing = 1;
+    if(cti_worker_submit(t->loop->worker, &t->commit_job) == CT_OK)
+      return;
+    t->committing = 0;             /* no worker: commit here */
+  }
+  report(t, code, cc, message, 0);
+}
+
+/* Build the result and call on_finish: after the commit, when there was
+ * one (`committed`: commit_file already ran and `code` is its result). */
+static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
+                   const char *message, int committed)
 {
   struct ct_callbacks *cb = &t->loop->config.callbacks;
   struct ct_result r;
@@ -978,32 +1054,14 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   char *redirect = NULL;
   int keep = (t->flags & CT_FLAG_KEEP_PARTIAL) != 0;
 
-  if(t->finished)
-    return;
-  t->finished = 1;
   memset(&r, 0, sizeof(r));
   if(t->easy && (t->added || t->add_time > 0))
     collect_metrics(t, &r.metrics);
   else
     r.metrics.queued = cti_now() - t->submit_time;
 
-  if(code == CT_OK && t->checksum)
-    code = cti_checksum_verify(t);
-  if(code == CT_OK && t->sink.kind == CT_SINK_FILE) {
-    if(t->sink.fd < 0 && t->local_code == CT_OK) {
-      /* An empty body never opened the file: create it now so that a
-       * successful download always leaves a (possibly empty) file. */
-      code = cti_sink_open_file(&t->sink, 0, 1);
-      if(code != CT_OK)
-        message = "cannot create the destination file";
-    }
-    if(code == CT_OK) {
-      code = cti_sink_commit(&t->sink);
-      if(code != CT_OK)     /* the step that failed: fsync, rename... */
-        message = t->sink.failed ? t->sink.failed :
-          "cannot move the download into place";
-    }
-  }
+  if(!committed && code == CT_OK && t->sink.kind == CT_SINK_FILE)
+    code = commit_file(t, &message);
   if(code != CT_OK && t->sink.kind == CT_SINK_FILE)
     cti_sink_abandon(&t->sink, keep && code != CT_E_CHECKSUM);
   if(t->journal)

@@ -1,0 +1,75 @@
+import Foundation
+import TestSupport
+import Testing
+import Transfer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Issue 12, item 1: the commit of a download (flush, fsync, rename, folder
+/// fsync) runs on the engine's file worker, not on its event loop. A test-only
+/// gate (TRANSFER_TEST_COMMIT_GATE, a FIFO: ct_worker.c) holds a commit job in
+/// this test's folder until the test writes a byte to it.
+@Suite("Off the loop: download commits run on the file worker", .serialized)
+struct OffLoopCommitTests {
+    @Test("a commit held at the gate does not stall the session: a 1 KiB GET completes, then the download lands byte-exact")
+    func heldCommitDoesNotStallTheSession() async throws {
+        let directory = try TemporaryDirectory()
+        let fifo = directory.file("commit-gate.fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // Read when the engine is created; only commits into `directory` are gated.
+        setenv("TRANSFER_TEST_COMMIT_GATE", fifo, 1)
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        unsetenv("TRANSFER_TEST_COMMIT_GATE")
+        var writer: Int32 = -1
+        defer {
+            if writer < 0 { writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
+            if writer >= 0 {
+                var byte: UInt8 = 1
+                _ = write(writer, &byte, 1)   // never leave the worker held
+                close(writer)
+            }
+            session.invalidateAndCancel()
+        }
+
+        let size = 300_000
+        let destination = directory.file("held.bin")
+        let downloaded = Completion<DownloadOutcome>()
+        session.downloadTask(with: Request(url: server.url("/bytes/\(size)?seed=121")), to: destination) {
+            response, url, error in downloaded.fulfil(DownloadOutcome(response: response, url: url, error: error))
+        }.resume()
+
+        // The commit job opens the FIFO for reading once it waits at the gate:
+        // only then does a non-blocking open for writing succeed.
+        try await Wait.until("the commit job waits at the gate", timeout: .seconds(60)) {
+            writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            return writer >= 0
+        }
+
+        let fetched = Completion<UploadOutcome>()
+        session.dataTask(with: Request(url: server.url("/bytes/1024"))) { response, data, error in
+            fetched.fulfil(UploadOutcome(response: response, data: data, error: error))
+        }.resume()
+        let get = try #require(await fetched.wait(timeout: .seconds(60)),
+                               "the GET did not finish while a commit was held")
+        #expect(get.error == nil)
+        #expect(get.data == TestServer.bytes(seed: 0, count: 1024))
+        // The order: the GET completed while the download was still finishing.
+        #expect(await downloaded.wait(timeout: .zero) == nil)
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+
+        var byte: UInt8 = 1
+        #expect(write(writer, &byte, 1) == 1)
+        close(writer)
+        writer = -1
+        let outcome = try #require(await downloaded.wait())
+        #expect(outcome.error == nil)
+        #expect(outcome.url == destination)
+        let data = try Data(contentsOf: destination)
+        #expect(data == TestServer.bytes(seed: 121, count: size))
+        #expect(!FileManager.default.fileExists(atPath: destination.path + ".part"))
+    }
+}
