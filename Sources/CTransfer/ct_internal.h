@@ -279,13 +279,17 @@ void cti_journal_free(struct cti_journal *j);
 struct cti_checksum;
 
 ct_code cti_checksum_create(struct cti_transfer *t, const uint8_t *expected);
-/* The final response starts the body at resume_offset: reset, and hash the
- * part file's existing prefix [0, resume_offset) once. */
+/* The final response starts the body at resume_offset: reset. A resumed
+ * body (resume_offset > 0) is then "deferred": not hashed as it is
+ * written; cti_checksum_verify hashes the whole part file instead. */
 ct_code cti_checksum_on_head(struct cti_transfer *t);
+/* Whether verify must read the part file back (blocking: worker only). */
+int cti_checksum_deferred(struct cti_transfer *t);
 void cti_checksum_update(struct cti_transfer *t, const void *data,
                          size_t len);
 /* CT_OK when the digest matches, else CT_E_CHECKSUM with local_code and
- * local_message set (both digests in hex). */
+ * local_message set (both digests in hex); CT_E_SINK_IO when a deferred
+ * digest cannot read the part file. */
 ct_code cti_checksum_verify(struct cti_transfer *t);
 void cti_checksum_free(struct cti_checksum *c);
 

@@ -976,6 +976,11 @@ static ct_code commit_file(struct cti_transfer *t, const char **message)
 {
   ct_code code = CT_OK;
   int err;
+  if(cti_checksum_deferred(t)) {
+    code = cti_checksum_verify(t);  /* reads the part file back */
+    if(code != CT_OK)
+      return code;                  /* local_message says why */
+  }
   if(t->sink.fd < 0 && t->local_code == CT_OK) {
     /* An empty body never opened the file: create it now so that a
      * successful download always leaves a (possibly empty) file. */
@@ -1023,7 +1028,7 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   if(t->finished)
     return;
   t->finished = 1;
-  if(code == CT_OK && t->checksum)
+  if(code == CT_OK && t->checksum && !cti_checksum_deferred(t))
     code = cti_checksum_verify(t);
   if(code == CT_OK && t->sink.kind == CT_SINK_FILE) {
     /* The transfer stays "finishing" (in the table, its easy handle

@@ -72,4 +72,42 @@ struct OffLoopCommitTests {
         #expect(data == TestServer.bytes(seed: 121, count: size))
         #expect(!FileManager.default.fileExists(atPath: destination.path + ".part"))
     }
+
+    @Test("a resumed download verifies its checksum on the worker: a corrupted prefix on disk is caught")
+    func resumedChecksumCatchesCorruptPrefix() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let directory = try TemporaryDirectory()
+        let count = 4 << 20
+        let url = server.url("/bytes/\(count)?seed=122")
+        let destination = directory.file("resumed.bin")
+        let options = DownloadOptions(resumable: true, expectedSHA256: TestServer.sha256(seed: 122, count: count))
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+
+        let first = Completion<DownloadOutcome>()
+        var limited = options
+        limited.speedLimit = 1 << 20
+        let task = session.downloadTask(with: Request(url: url), to: destination, options: limited,
+                                        completionHandler: first.handler)
+        task.whenReceived(256 << 10) { $0.cancel() }
+        task.resume()
+        #expect(try await first.result().error?.code == .cancelled)
+
+        // Flip one byte of the prefix the next transfer does not download again.
+        let part = try FileHandle(forUpdating: URL(fileURLWithPath: destination.path + ".part"))
+        try part.seek(toOffset: 1000)
+        let original = try #require(try part.read(upToCount: 1)).first ?? 0
+        try part.seek(toOffset: 1000)
+        try part.write(contentsOf: Data([original ^ 0xff]))
+        try part.close()
+
+        let second = Completion<DownloadOutcome>()
+        session.downloadTask(with: Request(url: url), to: destination, options: options,
+                             completionHandler: second.handler).resume()
+        let outcome = try await second.result()
+        #expect(server.requests.last?.header("range") != nil)
+        #expect(outcome.error?.code == .checksumMismatch, "\(String(describing: outcome.error))")
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+    }
 }
