@@ -1008,10 +1008,15 @@ static ct_code commit_file(struct cti_transfer *t, const char **message)
 static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
                    const char *message, int committed);
 
+static void settle_file(struct cti_transfer *t, ct_code code);
+
 static void commit_run(struct cti_job *job)       /* worker thread */
 {
   struct cti_transfer *t = job->owner;
   t->commit_code = commit_file(t, &t->finish_message);
+  /* The journal's last write (removal after the rename) waits on the
+   * disk too: here, not on the loop. */
+  settle_file(t, t->commit_code);
 }
 
 static void commit_done(struct cti_job *job)      /* loop thread */
@@ -1048,8 +1053,21 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   report(t, code, cc, message, 0);
 }
 
+/* After the outcome is known: remove or keep the part file, then write or
+ * remove the journal. Blocks on the disk (worker after a commit). */
+static void settle_file(struct cti_transfer *t, ct_code code)
+{
+  int keep = (t->flags & CT_FLAG_KEEP_PARTIAL) != 0;
+  if(code != CT_OK && t->sink.kind == CT_SINK_FILE)
+    cti_sink_abandon(&t->sink, keep && code != CT_E_CHECKSUM);
+  if(t->journal)
+    cti_journal_finish(t, code == CT_OK ? !t->sink.path :
+                       keep && code != CT_E_CHECKSUM);
+}
+
 /* Build the result and call on_finish: after the commit, when there was
- * one (`committed`: commit_file already ran and `code` is its result). */
+ * one (`committed`: the commit job ran commit_file and settle_file, and
+ * `code` is its result). */
 static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
                    const char *message, int committed)
 {
@@ -1057,7 +1075,6 @@ static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
   struct ct_result r;
   char *url = NULL;
   char *redirect = NULL;
-  int keep = (t->flags & CT_FLAG_KEEP_PARTIAL) != 0;
 
   memset(&r, 0, sizeof(r));
   if(t->easy && (t->added || t->add_time > 0))
@@ -1067,11 +1084,8 @@ static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
 
   if(!committed && code == CT_OK && t->sink.kind == CT_SINK_FILE)
     code = commit_file(t, &message);
-  if(code != CT_OK && t->sink.kind == CT_SINK_FILE)
-    cti_sink_abandon(&t->sink, keep && code != CT_E_CHECKSUM);
-  if(t->journal)
-    cti_journal_finish(t, code == CT_OK ? !t->sink.path :
-                       keep && code != CT_E_CHECKSUM);
+  if(!committed)                   /* else the commit job settled it */
+    settle_file(t, code);
 
   r.code = code;
   r.curl_code = (int32_t)cc;
