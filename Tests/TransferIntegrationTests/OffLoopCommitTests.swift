@@ -73,6 +73,60 @@ struct OffLoopCommitTests {
         #expect(!FileManager.default.fileExists(atPath: destination.path + ".part"))
     }
 
+    @Test("a cancel while the commit job runs changes nothing: the download reports once, committed")
+    func cancelDuringCommit() async throws {
+        let directory = try TemporaryDirectory()
+        let fifo = directory.file("commit-gate.fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        setenv("TRANSFER_TEST_COMMIT_GATE", fifo, 1)
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        unsetenv("TRANSFER_TEST_COMMIT_GATE")
+        var writer: Int32 = -1
+        defer {
+            if writer < 0 { writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
+            if writer >= 0 {
+                var byte: UInt8 = 1
+                _ = write(writer, &byte, 1)
+                close(writer)
+            }
+            session.invalidateAndCancel()
+        }
+        let destination = directory.file("cancelled-late.bin")
+        let reports = Locked(0)
+        let downloaded = Completion<DownloadOutcome>()
+        let task = session.downloadTask(with: Request(url: server.url("/bytes/50000?seed=123")), to: destination) {
+            response, url, error in
+            reports.withLock { $0 += 1 }
+            downloaded.fulfil(DownloadOutcome(response: response, url: url, error: error))
+        }
+        task.resume()
+        try await Wait.until("the commit job waits at the gate", timeout: .seconds(60)) {
+            writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            return writer >= 0
+        }
+        task.cancel()
+        // A GET after the cancel completes: the loop has run the cancel command.
+        let fetched = Completion<UploadOutcome>()
+        session.dataTask(with: Request(url: server.url("/bytes/1024")), completionHandler: fetched.handler).resume()
+        #expect(try #require(await fetched.wait(timeout: .seconds(60))).error == nil)
+
+        var byte: UInt8 = 1
+        #expect(write(writer, &byte, 1) == 1)
+        close(writer)
+        writer = -1
+        let outcome = try #require(await downloaded.wait())
+        // The engine had the whole body: the commit's result stands.
+        #expect(outcome.error == nil, "\(String(describing: outcome.error))")
+        #expect(try Data(contentsOf: destination) == TestServer.bytes(seed: 123, count: 50000))
+        let again = Completion<DataOutcomeMarker>()
+        session.dataTask(with: Request(url: server.url("/bytes/10"))) { _, _, _ in again.fulfil(DataOutcomeMarker()) }
+            .resume()
+        _ = await again.wait()
+        #expect(reports.withLock { $0 } == 1)
+    }
+
     @Test("a resumed download verifies its checksum on the worker: a corrupted prefix on disk is caught")
     func resumedChecksumCatchesCorruptPrefix() async throws {
         let server = try await TestServer.start()
@@ -111,3 +165,5 @@ struct OffLoopCommitTests {
         #expect(!FileManager.default.fileExists(atPath: destination.path))
     }
 }
+
+private struct DataOutcomeMarker: Sendable {}
