@@ -4,9 +4,11 @@
  *
  * The one exception is a resumed transfer: the bytes already in the part
  * file were hashed by an earlier transfer (maybe an earlier process) whose
- * digest state is gone, so the prefix [0, resume_offset) is read back and
- * hashed once when the 206 arrives. That read is unavoidable without
- * persisting OpenSSL's internal state, and it runs on the loop thread.
+ * digest state is gone, so they must be read back (unavoidable without
+ * persisting OpenSSL's internal state). That read never runs on the loop
+ * thread (issue 12): a resumed transfer does not hash as it writes; the
+ * commit job hashes the whole part file on the file worker, once, and
+ * verifies there.
  */
 #define _GNU_SOURCE
 #include "ct_internal.h"
@@ -23,6 +25,7 @@
 struct cti_checksum {
   struct ct_sha256 *ctx;
   uint8_t expected[CT_SHA256_LENGTH];
+  int deferred;     /* resumed: hash the part file at commit instead */
 };
 
 ct_code cti_checksum_create(struct cti_transfer *t, const uint8_t *expected)
@@ -67,18 +70,30 @@ ct_code cti_checksum_on_head(struct cti_transfer *t)
 {
   struct cti_checksum *c = t->checksum;
   uint8_t scratch[CT_SHA256_LENGTH];
-  char *block;
-  int64_t done = 0;
-  int fd;
 
   if(!c)
     return CT_OK;
   /* Start over: a redirect or a restart may have fed bytes before. */
   (void)ct_sha256_final(c->ctx, scratch);
-  if(t->resume_offset <= 0)
-    return CT_OK;
-  fd = t->sink.part_path ?
+  c->deferred = t->resume_offset > 0;
+  return CT_OK;
+}
+
+int cti_checksum_deferred(struct cti_transfer *t)
+{
+  return t->checksum && t->checksum->deferred;
+}
+
+/* Hash the part file [0, end): the prefix an earlier transfer wrote and
+ * the bytes this one added. Worker thread (commit job). */
+static ct_code hash_part_file(struct cti_transfer *t, int64_t end)
+{
+  struct cti_checksum *c = t->checksum;
+  char *block;
+  int64_t done = 0;
+  int fd = t->sink.part_path ?
     open(t->sink.part_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+
   if(fd < 0) {
     fail(t, CT_E_SINK_IO, errno, "cannot read the partial file to hash it");
     return CT_E_SINK_IO;
@@ -86,11 +101,12 @@ ct_code cti_checksum_on_head(struct cti_transfer *t)
   block = malloc(PREFIX_BLOCK);
   if(!block) {
     close(fd);
+    fail(t, CT_E_NO_MEMORY, 0, "no memory to hash the partial file");
     return CT_E_NO_MEMORY;
   }
-  while(done < t->resume_offset) {
-    size_t want = (size_t)(t->resume_offset - done < PREFIX_BLOCK ?
-                           t->resume_offset - done : PREFIX_BLOCK);
+  while(done < end) {
+    size_t want = (size_t)(end - done < PREFIX_BLOCK ?
+                           end - done : PREFIX_BLOCK);
     ssize_t n = pread(fd, block, want, (off_t)done);
     if(n < 0 && errno == EINTR)
       continue;
@@ -99,7 +115,7 @@ ct_code cti_checksum_on_head(struct cti_transfer *t)
       free(block);
       close(fd);
       fail(t, CT_E_SINK_IO, err,
-           "the partial file is shorter than its resume offset");
+           "the partial file is shorter than the bytes written to it");
       return CT_E_SINK_IO;
     }
     (void)ct_sha256_update(c->ctx, block, (size_t)n);
@@ -112,7 +128,7 @@ ct_code cti_checksum_on_head(struct cti_transfer *t)
 
 void cti_checksum_update(struct cti_transfer *t, const void *data, size_t len)
 {
-  if(t->checksum)
+  if(t->checksum && !t->checksum->deferred)
     (void)ct_sha256_update(t->checksum->ctx, data, len);
 }
 
@@ -136,6 +152,18 @@ ct_code cti_checksum_verify(struct cti_transfer *t)
 
   if(!c)
     return CT_OK;
+  if(c->deferred) {
+    /* Everything the sink wrote is in the file once it is flushed. */
+    ct_code rc = cti_sink_flush(&t->sink);
+    if(rc == CT_OK)
+      rc = hash_part_file(t, t->sink.durable);
+    if(rc != CT_OK) {
+      if(t->local_code == CT_OK)
+        fail(t, rc, t->sink.sys_errno, t->sink.failed ? t->sink.failed :
+             "cannot write the response body");
+      return rc;
+    }
+  }
   if(ct_sha256_final(c->ctx, actual) != CT_OK) {
     fail(t, CT_E_CHECKSUM, 0, "cannot compute the SHA-256 of the body");
     return CT_E_CHECKSUM;

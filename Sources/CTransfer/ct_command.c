@@ -49,7 +49,7 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     return;
   }
   t = cti_loop_find(loop, c->id);
-  if(!t)
+  if(!t || t->phase >= CT_PHASE_FINISHING)
     return;          /* finished already: commands on it are no-ops */
   switch(c->kind) {
   case CTI_CMD_CANCEL:
@@ -81,6 +81,20 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     }
     cti_transfer_set_phase(t, CT_PHASE_RECEIVING, "disposition answered");
     cti_transfer_pause(t, CT_PAUSE_DISPOSITION, 0, "disposition answered");
+    break;
+  case CTI_CMD_BODY_READY:
+    /* The body source has bytes (or its end) again. Clearing the reason
+     * resumes libcurl unless another reason (user, rate) still holds it;
+     * clearing a reason that is not set changes nothing, and a read that
+     * finds nothing pauses again, so a wake-up is never lost. This runs
+     * between socket_action calls: a CURL_READFUNC_PAUSE that read_cb
+     * returned has taken effect. */
+    if(cti_transfer_in_multi(t))
+      cti_transfer_pause(t, CT_PAUSE_SOURCE, 0, "body source ready");
+    /* curl_easy_pause() marks the handle to run now; run the timeouts on
+     * the next pass ourselves too, whether or not curl called timer_cb,
+     * or the upload could wait for an unrelated event. */
+    loop->run_timeout_now = 1;
     break;
   case CTI_CMD_SPEED:
     /* Read by the rate buckets at the next chunk (ct_ratelimit.c). */
@@ -228,6 +242,11 @@ ct_code ct_loop_pause(struct ct_loop *loop, uint64_t id)
 ct_code ct_loop_resume(struct ct_loop *loop, uint64_t id)
 {
   return simple_command(loop, CTI_CMD_RESUME, id, 0, 0, 0);
+}
+
+ct_code ct_loop_body_ready(struct ct_loop *loop, uint64_t id)
+{
+  return simple_command(loop, CTI_CMD_BODY_READY, id, 0, 0, 0);
 }
 
 ct_code ct_loop_set_disposition(struct ct_loop *loop, uint64_t id,

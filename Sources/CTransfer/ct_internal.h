@@ -95,6 +95,34 @@ ct_code cti_sink_commit(struct cti_sink *sink);
 void cti_sink_abandon(struct cti_sink *sink, int keep);
 void cti_sink_free(struct cti_sink *sink);
 
+/* --- ct_worker.c ------------------------------------------------------ */
+
+/* Blocking file work off the loop thread (issue 12). `run` runs on the
+ * worker, `done` on the loop thread afterwards; whoever queued the job
+ * owns its memory and keeps what `run` uses out of reach until `done`. */
+struct cti_job {
+  struct cti_job *next;
+  void (*run)(struct cti_job *job);
+  void (*done)(struct cti_job *job);   /* may free the job */
+  void *owner;
+  const char *gate_path;     /* tests only: see ct_worker.c; NULL: none */
+};
+
+struct cti_worker;
+
+/* Start the worker; it wakes the loop through `eventfd` (the loop's). */
+ct_code cti_worker_create(int eventfd, struct cti_worker **out);
+/* Queue `job` (any thread). CT_E_SHUTDOWN once drained: run it inline. */
+ct_code cti_worker_submit(struct cti_worker *w, struct cti_job *job);
+/* Loop thread: run `done` of every finished job. */
+void cti_worker_collect(struct cti_worker *w);
+/* Loop thread, at shutdown: wait for every queued job, collect them. */
+void cti_worker_drain(struct cti_worker *w);
+void cti_worker_free(struct cti_worker *w);
+/* fsync the folder holding `path` (makes a rename in it durable); 0 or an
+ * errno. Blocks: worker thread. */
+int cti_fsync_parent(const char *path);
+
 /* --- ct_ratelimit.c ---------------------------------------------------- */
 
 struct ct_loop;
@@ -197,6 +225,16 @@ struct cti_transfer {
   uint64_t trust_generation;      /* of the CAINFO marker now set */
   struct curl_slist *resolve;     /* CURLOPT_RESOLVE entries */
   struct cti_proxy *proxy;        /* ct_proxy.c; NULL: the environment's */
+  /* Inside CT_PHASE_FINISHING: the commit (fsync, rename, folder fsync,
+   * the journal's last write) runs on the worker; until its job is done
+   * the loop neither touches the sink nor reports nor frees the transfer
+   * (ct_worker.c), and retire() is deferred to the job's end. */
+  int committing;
+  int retire_clean;         /* retire()'s `clean`, kept while committing */
+  struct cti_job commit_job;
+  ct_code commit_code;
+  CURLcode finish_cc;
+  const char *finish_message;
 };
 
 ct_code cti_transfer_create(struct ct_loop *loop,
@@ -307,13 +345,17 @@ void cti_journal_free(struct cti_journal *j);
 struct cti_checksum;
 
 ct_code cti_checksum_create(struct cti_transfer *t, const uint8_t *expected);
-/* The final response starts the body at resume_offset: reset, and hash the
- * part file's existing prefix [0, resume_offset) once. */
+/* The final response starts the body at resume_offset: reset. A resumed
+ * body (resume_offset > 0) is then "deferred": not hashed as it is
+ * written; cti_checksum_verify hashes the whole part file instead. */
 ct_code cti_checksum_on_head(struct cti_transfer *t);
+/* Whether verify must read the part file back (blocking: worker only). */
+int cti_checksum_deferred(struct cti_transfer *t);
 void cti_checksum_update(struct cti_transfer *t, const void *data,
                          size_t len);
 /* CT_OK when the digest matches, else CT_E_CHECKSUM with local_code and
- * local_message set (both digests in hex). */
+ * local_message set (both digests in hex); CT_E_SINK_IO when a deferred
+ * digest cannot read the part file. */
 ct_code cti_checksum_verify(struct cti_transfer *t);
 void cti_checksum_free(struct cti_checksum *c);
 
@@ -327,7 +369,8 @@ enum cti_command_kind {
   CTI_CMD_DISPOSITION,
   CTI_CMD_SPEED,
   CTI_CMD_TOTAL_SPEED,
-  CTI_CMD_TRUST_POLICY
+  CTI_CMD_TRUST_POLICY,
+  CTI_CMD_BODY_READY
 };
 
 struct cti_command {
@@ -387,6 +430,7 @@ struct ct_loop {
   struct cti_bucket total_bucket[2];   /* ct_ratelimit.c */
   int rate_timerfd;
   double rate_deadline;                /* armed wake-up; 0: none */
+  struct cti_worker *worker;           /* ct_worker.c: blocking file work */
 };
 
 /* ct_command.c: run the queued commands (then honour a stop request). */
@@ -440,6 +484,10 @@ void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
  * trust generation that no live transfer opened or uses (idle in curl's
  * pool); curl then finds them dead and closes them. Loop thread. */
 void cti_tls_close_stale_sockets(struct ct_loop *loop);
+
+/* Retire a transfer whose commit job is done (see cti_transfer.committing):
+ * out of the table, its easy handle back to the pool, freed. Loop thread. */
+void cti_loop_retire(struct ct_loop *loop, struct cti_transfer *t);
 
 /* The live transfer with `id`, or NULL. Loop thread. */
 struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id);

@@ -28,9 +28,11 @@
  * network. The loop hands it an offset whose bytes were already written
  * (pwrite returned); fdatasync on a dup of the part file's fd covers every
  * byte written before the call, so the claim stays true while the loop goes
- * on writing beyond it. The first journal (at the response head) and the
- * last one (when the transfer ends) are written on the loop thread, after
- * the sync thread has stopped.
+ * on writing beyond it. The first journal (at the response head) is
+ * written on the loop thread, after the sync thread has stopped (TODO
+ * issue 12: move it off the loop too); the last one (when the transfer
+ * ends) on the loop's file worker after a commit (ct_worker.c), else on the
+ * loop thread.
  */
 #define _GNU_SOURCE
 #include "ct_internal.h"

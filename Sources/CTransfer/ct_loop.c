@@ -153,6 +153,7 @@ static void *loop_main(void *arg)
       int fd = events[i].data.fd;
       if(fd == loop->eventfd) {
         cti_command_drain(loop);
+        cti_worker_collect(loop->worker);
       }
       else if(fd == loop->timerfd) {
         uint64_t expirations;
@@ -185,6 +186,9 @@ static void *loop_main(void *arg)
   loop->closing = 1;
   pthread_mutex_unlock(&loop->lock);
   cti_command_drain(loop);
+  /* Commits under way end first (each reports once); none starts later:
+   * a cancelled transfer has nothing to commit. */
+  cti_worker_drain(loop->worker);
   while(loop->all)
     cti_loop_cancel_transfer(loop, loop->all, 0, CT_E_CANCELLED);
   if(loop->config.callbacks.on_batch_end)
@@ -202,6 +206,7 @@ static void loop_free(struct ct_loop *loop)
 {
   if(!loop)
     return;
+  cti_worker_free(loop->worker);   /* before the eventfd it writes to */
   while(loop->easy_pool_count > 0)
     curl_easy_cleanup(loop->easy_pool[--loop->easy_pool_count]);
   if(loop->multi)
@@ -278,6 +283,8 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
     goto fail;
 
   rc = open_fds(loop);
+  if(rc == CT_OK)
+    rc = cti_worker_create(loop->eventfd, &loop->worker);
   if(rc != CT_OK)
     goto fail;
   rc = cti_tls_state_create(loop->ca_file, &loop->tls, errbuf);

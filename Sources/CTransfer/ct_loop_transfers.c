@@ -81,6 +81,10 @@ struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id)
  * Loop thread only. */
 static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
 {
+  if(t->committing) {
+    t->retire_clean = clean;   /* the commit job retires it when done */
+    return;
+  }
   cti_transfer_set_phase(t, CT_PHASE_DONE, "retired");
   if(t->easy) {
     cti_easy_give_back(loop, t->easy, clean);
@@ -93,6 +97,11 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
    * are closed once they fall idle. */
   if(loop->stale_sockets)
     cti_tls_close_stale_sockets(loop);
+}
+
+void cti_loop_retire(struct ct_loop *loop, struct cti_transfer *t)
+{
+  retire(loop, t, t->retire_clean);
 }
 
 void cti_loop_drain_done(struct ct_loop *loop)

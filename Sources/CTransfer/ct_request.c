@@ -28,6 +28,11 @@ size_t cti_read_cb(char *buffer, size_t size, size_t nitems, void *userp)
   if(t->body_kind == CT_BODY_PULL) {
     struct ct_callbacks *cb = &t->loop->config.callbacks;
     int64_t got = cb->on_read ? cb->on_read(t->ctx, buffer, cap) : -1;
+    if(got == CT_READ_PAUSE) {
+      /* Nothing buffered yet: wait for ct_loop_body_ready(). */
+      cti_transfer_pause(t, CT_PAUSE_SOURCE, 1, "body source empty");
+      return CURL_READFUNC_PAUSE;
+    }
     if(got < 0 || (size_t)got > cap) {
       cti_transfer_set_error(t, CT_E_SOURCE_IO, 0, "the body stream failed");
       return CURL_READFUNC_ABORT;

@@ -79,6 +79,7 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
     case CT_TLS_NO_PIN_MATCHED:
     case CT_TLS_POLICY_INVALID:
     case CT_TLS_REJECTED_BY_DELEGATE:
+    case CT_TLS_CHALLENGE_TIMED_OUT:
       return CT_E_SERVER_TRUST;
     default:
       return CT_E_TLS;
@@ -103,48 +104,123 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
   return cti_code_from_curl_state(cc, &st);
 }
 
+/* Put a finished download in place: flush, fsync, rename, fsync the
+ * folder. Blocks on the disk: runs on the worker (commit_run) unless the
+ * worker is gone. */
+static ct_code commit_file(struct cti_transfer *t, const char **message)
+{
+  ct_code code = CT_OK;
+  int err;
+  if(cti_checksum_deferred(t)) {
+    code = cti_checksum_verify(t);  /* reads the part file back */
+    if(code != CT_OK)
+      return code;                  /* local_message says why */
+  }
+  if(t->sink.fd < 0 && t->local_code == CT_OK) {
+    /* An empty body never opened the file: create it now so that a
+     * successful download always leaves a (possibly empty) file. */
+    code = cti_sink_open_file(&t->sink, 0, 1);
+    if(code != CT_OK)
+      *message = "cannot create the destination file";
+  }
+  if(code == CT_OK) {
+    code = cti_sink_commit(&t->sink);
+    if(code != CT_OK)     /* the step that failed: fsync, rename... */
+      *message = t->sink.failed ? t->sink.failed :
+        "cannot move the download into place";
+  }
+  if(code == CT_OK && t->sink.path &&
+     (err = cti_fsync_parent(t->sink.path)) != 0) {
+    /* Renamed, but the rename may not survive a crash: say so. */
+    t->sink.sys_errno = err;
+    t->sink.failed = "cannot fsync the destination folder";
+    *message = t->sink.failed;
+    code = CT_E_SINK_IO;
+  }
+  return code;
+}
+
+/* After the outcome is known: remove or keep the part file, then write or
+ * remove the journal. Blocks on the disk (worker after a commit). */
+static void settle_file(struct cti_transfer *t, ct_code code)
+{
+  int keep = (t->flags & CT_FLAG_KEEP_PARTIAL) != 0;
+  if(code != CT_OK && t->sink.kind == CT_SINK_FILE)
+    cti_sink_abandon(&t->sink, keep && code != CT_E_CHECKSUM);
+  if(t->journal)
+    cti_journal_finish(t, code == CT_OK ? !t->sink.path :
+                       keep && code != CT_E_CHECKSUM);
+}
+
+static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
+                   const char *message, int committed);
+
+static void commit_run(struct cti_job *job)       /* worker thread */
+{
+  struct cti_transfer *t = job->owner;
+  t->commit_code = commit_file(t, &t->finish_message);
+  /* The journal's last write (removal after the rename) waits on the
+   * disk too: here, not on the loop. */
+  settle_file(t, t->commit_code);
+}
+
+static void commit_done(struct cti_job *job)      /* loop thread */
+{
+  struct cti_transfer *t = job->owner;
+  report(t, t->commit_code, t->finish_cc, t->finish_message, 1);
+  t->committing = 0;
+  cti_loop_retire(t->loop, t);     /* frees t, and job with it */
+}
+
 static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
                    const char *message)
 {
-  struct ct_callbacks *cb = &t->loop->config.callbacks;
-  struct ct_result r;
-  char *url = NULL;
-  char *redirect = NULL;
-  int keep = (t->flags & CT_FLAG_KEEP_PARTIAL) != 0;
-
   if(t->phase >= CT_PHASE_FINISHING)
     return;
   cti_transfer_set_phase(t, CT_PHASE_FINISHING, code == CT_OK ? "completed" :
                          code == CT_E_CANCELLED ? "cancelled" :
                          code == CT_E_SHUTDOWN ? "shut down" : "failed");
+  if(code == CT_OK && t->checksum && !cti_checksum_deferred(t))
+    code = cti_checksum_verify(t);
+  if(code == CT_OK && t->sink.kind == CT_SINK_FILE) {
+    /* The transfer stays finishing (in the table, its easy handle kept
+     * for the result) until the commit job is done. */
+    t->finish_cc = cc;
+    t->finish_message = message;
+    t->commit_job.run = commit_run;
+    t->commit_job.done = commit_done;
+    t->commit_job.owner = t;
+    t->commit_job.gate_path = t->sink.path ? t->sink.path :
+      t->sink.part_path;
+    t->committing = 1;
+    if(cti_worker_submit(t->loop->worker, &t->commit_job) == CT_OK)
+      return;
+    t->committing = 0;             /* no worker: commit here */
+  }
+  report(t, code, cc, message, 0);
+}
+
+/* Build the result and call on_finish: after the commit, when there was
+ * one (`committed`: the commit job ran commit_file and settle_file, and
+ * `code` is its result). */
+static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
+                   const char *message, int committed)
+{
+  struct ct_callbacks *cb = &t->loop->config.callbacks;
+  struct ct_result r;
+  char *url = NULL;
+  char *redirect = NULL;
+
   memset(&r, 0, sizeof(r));
   if(t->easy && t->add_time > 0)
     collect_metrics(t, &r.metrics);
   else
     r.metrics.queued = cti_now() - t->submit_time;
 
-  if(code == CT_OK && t->checksum)
-    code = cti_checksum_verify(t);
-  if(code == CT_OK && t->sink.kind == CT_SINK_FILE) {
-    if(t->sink.fd < 0 && t->local_code == CT_OK) {
-      /* An empty body never opened the file: create it now so that a
-       * successful download always leaves a (possibly empty) file. */
-      code = cti_sink_open_file(&t->sink, 0, 1);
-      if(code != CT_OK)
-        message = "cannot create the destination file";
-    }
-    if(code == CT_OK) {
-      code = cti_sink_commit(&t->sink);
-      if(code != CT_OK)     /* the step that failed: fsync, rename... */
-        message = t->sink.failed ? t->sink.failed :
-          "cannot move the download into place";
-    }
-  }
-  if(code != CT_OK && t->sink.kind == CT_SINK_FILE)
-    cti_sink_abandon(&t->sink, keep && code != CT_E_CHECKSUM);
-  if(t->journal)
-    cti_journal_finish(t, code == CT_OK ? !t->sink.path :
-                       keep && code != CT_E_CHECKSUM);
+  if(!committed && code == CT_OK && t->sink.kind == CT_SINK_FILE)
+    code = commit_file(t, &message);
+  if(!committed)                   /* else the commit job settled it */
+    settle_file(t, code);
 
   r.code = code;
   r.curl_code = (int32_t)cc;

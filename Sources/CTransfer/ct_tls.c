@@ -262,6 +262,9 @@ static int verify_cb(X509_STORE_CTX *sctx, void *arg)
     else if(reason == CT_TLS_REJECTED_BY_DELEGATE)
       snprintf(o.message, sizeof(o.message), "%s",
                "the server-trust challenge handler refused the server");
+    else if(reason == CT_TLS_CHALLENGE_TIMED_OUT)
+      snprintf(o.message, sizeof(o.message), "%s",
+               "the server-trust challenge handler gave no answer in time");
   }
   write_verdict(c->verdict, o.reason, o.verify_error, o.message);
   if(o.reason != CT_TLS_OK) {

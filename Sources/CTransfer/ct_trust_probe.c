@@ -44,7 +44,8 @@ static ct_code code_for(CURL *easy, CURLcode cc, int32_t reason)
   char *url = NULL;
 
   if(reason == CT_TLS_NO_PIN_MATCHED || reason == CT_TLS_POLICY_INVALID ||
-     reason == CT_TLS_REJECTED_BY_DELEGATE)
+     reason == CT_TLS_REJECTED_BY_DELEGATE ||
+     reason == CT_TLS_CHALLENGE_TIMED_OUT)
     return CT_E_SERVER_TRUST;
   if(reason == CT_TLS_CHAIN_INVALID || reason == CT_TLS_HOSTNAME_MISMATCH)
     return CT_E_TLS;

@@ -148,6 +148,12 @@ ct_code ct_loop_cancel(struct ct_loop *_Nonnull loop, uint64_t id,
 ct_code ct_loop_pause(struct ct_loop *_Nonnull loop, uint64_t id);
 ct_code ct_loop_resume(struct ct_loop *_Nonnull loop, uint64_t id);
 
+/** A CT_BODY_PULL transfer whose on_read returned CT_READ_PAUSE has
+ * bytes (or its end, or an error) to give now: call on_read again. Safe
+ * from any thread; ignored when the transfer is not waiting for its body
+ * or has finished. */
+ct_code ct_loop_body_ready(struct ct_loop *_Nonnull loop, uint64_t id);
+
 typedef enum ct_disposition {
   CT_DISPOSITION_ALLOW = 0,
   CT_DISPOSITION_CANCEL = 1,

@@ -196,7 +196,9 @@ struct ct_trust_challenge {
 
 /* Returns the final ct_tls_reason: `proposed_reason` for the default
  * handling, CT_TLS_OK to trust the server anyway ("use credential"),
- * CT_TLS_REJECTED_BY_DELEGATE to refuse it ("cancel"/"reject"). */
+ * CT_TLS_REJECTED_BY_DELEGATE to refuse it ("cancel"/"reject"),
+ * CT_TLS_CHALLENGE_TIMED_OUT when the handler's owner gave up waiting for
+ * an answer (refused: the transfer fails with CT_E_SERVER_TRUST). */
 typedef int32_t (*ct_trust_challenge_fn)(void *_Nullable ctx,
                                          const struct ct_trust_challenge
                                          *_Nonnull challenge);
@@ -204,8 +206,12 @@ typedef int32_t (*ct_trust_challenge_fn)(void *_Nullable ctx,
 /**
  * Ask `fn` about every TLS handshake (AFURLSessionManager's server-trust
  * authentication challenge). It runs on the loop thread in the middle of
- * the handshake and blocks the loop while it runs: answer from state you
- * already have, never wait on another thread that may wait on the loop.
+ * the handshake and blocks the loop, every transfer of it, while it runs:
+ * answer from state you already have, or hand the question to another
+ * thread and wait for its answer with a bound (the Swift session waits at
+ * most SessionConfiguration.serverTrustChallengeTimeout, then answers
+ * CT_TLS_CHALLENGE_TIMED_OUT); never wait unbounded on a thread that may
+ * wait on the loop.
  * `ctx` is owned by the policy like the report handler's. Not called for
  * insecure transfers nor by ct_trust_evaluate().
  */

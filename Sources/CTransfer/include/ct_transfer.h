@@ -61,7 +61,9 @@ struct ct_transfer_spec {
 
   ct_sink_kind sink_kind;
   /* File sink: bytes go to `sink_part_path` (default "<sink_path>.part");
-   * on success they are flushed, fsync'd and renamed to sink_path. With
+   * on success they are flushed, fsync'd and renamed to sink_path, and the
+   * folder fsync'd, on the loop's file worker thread (the transfer reports
+   * once that is done; a cancel meanwhile changes nothing). With
    * sink_path NULL the part file is kept as the result (file_path). On
    * failure the part file is removed unless CT_FLAG_KEEP_PARTIAL. */
   const char *_Nullable sink_path;
@@ -113,7 +115,8 @@ struct ct_transfer_spec {
   int64_t journal_interval_ms;
   /* Integrity: the expected SHA-256 (CT_SHA256_LENGTH = 32 raw bytes) of
    * the whole body, hashed on the loop thread as the bytes are written; a
-   * resumed transfer first hashes the part file's existing prefix once.
+   * resumed transfer instead hashes its whole part file once at commit, on
+   * the loop's file worker (the loop never reads the file back).
    * On mismatch the transfer fails with CT_E_CHECKSUM, the message gives
    * both digests and nothing is placed at sink_path. Whole bodies only:
    * with a segment range it is refused (CT_E_INVALID_ARGUMENT). */

@@ -60,7 +60,9 @@ typedef enum ct_tls_reason {
   CT_TLS_NO_PIN_MATCHED = 3,
   CT_TLS_POLICY_INVALID = 4,    /* the policy itself is refused */
   CT_TLS_REJECTED_BY_DELEGATE = 5,
-  CT_TLS_HANDSHAKE = 6          /* the handshake failed before evaluation */
+  CT_TLS_HANDSHAKE = 6,         /* the handshake failed before evaluation */
+  CT_TLS_CHALLENGE_TIMED_OUT = 7  /* the challenge handler gave no answer in
+                                   * time: refused (fail closed) */
 } ct_tls_reason;
 
 /* Per-transfer timings, seconds from the start of the transfer; -1 unknown. */
@@ -137,6 +139,9 @@ struct ct_progress {
  *
  * `ctx` is the pointer given to ct_loop_submit.
  */
+/* on_read's answer when no bytes are buffered yet (see below). */
+#define CT_READ_PAUSE (-2)
+
 struct ct_callbacks {
   /* The final response head is complete (after redirects). Optional. */
   void (*_Nullable on_response)(void *_Nullable ctx,
@@ -154,10 +159,17 @@ struct ct_callbacks {
   void (*_Nullable on_finish)(void *_Nullable ctx,
                               const struct ct_result *_Nonnull result);
   /* Pull source for CT_BODY_PULL: fill up to `capacity` bytes, return the
-   * count, 0 at the end, -1 on error. Runs on the loop thread. */
+   * count, 0 at the end, -1 on error, or CT_READ_PAUSE when nothing is
+   * buffered yet: the transfer's upload then waits (other transfers go
+   * on) until the owner calls ct_loop_body_ready(). Runs on the loop
+   * thread and must not block: read slow streams on a thread of your own
+   * into a buffer this callback drains. */
   int64_t (*_Nullable on_read)(void *_Nullable ctx, void *_Nonnull buffer,
                                size_t capacity);
-  /* Pull source rewind (after a redirect or auth retry): 0 ok, -1 cannot. */
+  /* Pull source rewind (after a redirect or auth retry): 0 ok, -1 cannot.
+   * Must not block either: drop what is buffered and answer at once; the
+   * reads that follow may return CT_READ_PAUSE until the new stream has
+   * bytes (or -1 if no new stream can be had). */
   int32_t (*_Nullable on_rewind)(void *_Nullable ctx);
   /* After each pass over ready events, with ct_loop_config.batch_ctx: the
    * moment to hand over, in one go, whatever the callbacks above queued.

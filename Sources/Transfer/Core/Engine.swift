@@ -9,9 +9,12 @@ struct TransferEvents: Sendable {
     var onProgress: (@Sendable (ProgressSnapshot) -> Void)?
     var onData: (@Sendable (Data) -> Void)?
     var onFinish: @Sendable (Outcome) -> Void
-    /// Pull source for streamed bodies: fill the buffer, return the count, 0 at end, -1 on error.
+    /// Pull source for streamed bodies: fill the buffer, return the count, 0 at end, -1 on error,
+    /// or `CT_READ_PAUSE` when nothing is buffered (then call ``Engine/bodyReady(_:)`` later).
+    /// Must not block.
     var onRead: (@Sendable (UnsafeMutableRawBufferPointer) -> Int)?
     /// Start the streamed body again (after a redirect or an auth retry); false if impossible.
+    /// Must not block: answer at once and refill the buffer elsewhere.
     var onRewind: (@Sendable () -> Bool)?
 }
 
@@ -128,6 +131,11 @@ final class Engine: Sendable {
     func cancel(_ id: UInt64, keepPartial: Bool = false) -> ct_code {
         ct_loop_cancel(loop, id, keepPartial ? 1 : 0)
     }
+
+    /// A streamed body that answered `CT_READ_PAUSE` has bytes (or its end)
+    /// now. CT_E_NO_MEMORY loses the wake-up: the caller must fail the task.
+    @discardableResult
+    func bodyReady(_ id: UInt64) -> ct_code { ct_loop_body_ready(loop, id) }
 
     @discardableResult
     func pause(_ id: UInt64) -> ct_code { ct_loop_pause(loop, id) }

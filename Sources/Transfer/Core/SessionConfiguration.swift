@@ -60,6 +60,15 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// An invalid proxy fails each task with ``TransferError/Code/invalidRequest``; a proxy
     /// that refuses or cannot be resolved, with ``TransferError/Code/proxyFailure``.
     public var proxy: ProxySetting = .environment
+    /// Seconds a TLS handshake waits for the server-trust challenge hook
+    /// (``SessionHooks/sessionDidReceiveChallenge``), which runs on the
+    /// delegate queue. The handshake runs on the engine thread, so while it
+    /// waits every transfer of the session waits too; this bounds that
+    /// stall. With no answer in time the server is refused (fail closed): the
+    /// task fails with ``TransferError/Code/serverTrustRejected`` and
+    /// ``TransferError/trustFailureReason`` `.challengeTimedOut`; an answer
+    /// that comes later is ignored. Values below 1 ms count as 1 ms.
+    public var serverTrustChallengeTimeout: TimeInterval = 5
 
     public init() {}
 

@@ -151,10 +151,11 @@ public final class SessionManager: Sendable {
         }
         try policy.validate()
         let wantsChallenge = state.withLock { $0.hooks.sessionDidReceiveChallenge != nil }
-        var handler: ServerTrustChallengeHandler?
+        var handler: EngineChallengeHandler?
         if wantsChallenge {
             handler = { @Sendable [weak self] trust, verdict in
-                self?.serverTrustChallenge(trust, verdict: verdict) ?? .performDefaultHandling
+                guard let self else { return .performDefaultHandling }
+                return self.serverTrustChallenge(trust, verdict: verdict)
             }
         }
         let engineSide = try policy.makeEnginePolicy(challengeHandler: handler)
@@ -175,13 +176,22 @@ public final class SessionManager: Sendable {
     }
 
     /// Engine thread, mid-handshake: asks the challenge hook, on the delegate
-    /// queue (user code never runs on the engine thread); the handshake waits.
-    private func serverTrustChallenge(_ trust: ServerTrust, verdict: TrustEvaluation) -> ServerTrustDisposition {
+    /// queue (user code never runs on the engine thread). The handshake, and
+    /// with it the engine thread, waits at most
+    /// ``SessionConfiguration/serverTrustChallengeTimeout``; nil when the hook
+    /// did not answer by then (the server is refused; a late answer is dropped).
+    private func serverTrustChallenge(_ trust: ServerTrust, verdict: TrustEvaluation) -> ServerTrustDisposition? {
         guard let hook = state.withLock({ $0.hooks.sessionDidReceiveChallenge }) else { return .performDefaultHandling }
         let challenge = AuthenticationChallenge(kind: .serverTrust, host: trust.host ?? "", port: trust.port ?? 443,
                                                 previousFailureCount: 0, failureResponse: nil, serverTrust: trust,
                                                 policyVerdict: verdict)
-        let disposition = delegateQueue.sync { hook(self, challenge) }
+        // Not delegateQueue.sync: a hook that never returns, or a delegate
+        // queue busy with work that waits for the engine, would stall every
+        // transfer of the session for ever.
+        let answer = ChallengeAnswerBox()
+        delegateQueue.async { answer.set(hook(self, challenge)) }
+        let bound = max(configuration.serverTrustChallengeTimeout, 0.001)
+        guard let disposition = answer.wait(timeout: bound) else { return nil }
         switch disposition {
         case .useCredential(let credential):
             // Only a credential made from this chain accepts the server. A
@@ -672,6 +682,32 @@ private final class ReportLimiter: Sendable {
             if let previous = last[key], report.date.timeIntervalSince(previous) < interval { return false }
             last[key] = report.date
             return true
+        }
+    }
+}
+
+/// One answer of a server-trust challenge hook, handed from the delegate
+/// queue to the engine thread that waits for it with a bound.
+/// @unchecked Sendable: `value` is guarded by `condition`.
+private final class ChallengeAnswerBox: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var value: ChallengeDisposition?
+
+    func set(_ disposition: ChallengeDisposition) {
+        condition.withLock {
+            value = disposition
+            condition.broadcast()
+        }
+    }
+
+    /// The answer, or nil when none came within `timeout` seconds.
+    func wait(timeout: TimeInterval) -> ChallengeDisposition? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        return condition.withLock {
+            while value == nil {
+                if !condition.wait(until: deadline) { break }
+            }
+            return value
         }
     }
 }

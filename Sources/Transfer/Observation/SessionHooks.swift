@@ -93,7 +93,11 @@ public struct SessionHooks: Sendable {
     public var sessionDidBecomeInvalid: (@Sendable (SessionManager, TransferError?) -> Void)?
     /// Server-trust challenges (every new TLS connection, when set) and,
     /// without a task-level hook, 401 challenges. See ``ChallengeDisposition``
-    /// for what each answer does to each kind.
+    /// for what each answer does to each kind. A server-trust challenge holds
+    /// up the engine (every transfer of the session) until it is answered, at
+    /// most ``SessionConfiguration/serverTrustChallengeTimeout``; with no
+    /// answer by then the server is refused (`serverTrustRejected`,
+    /// `.challengeTimedOut`) and the late answer is ignored.
     public var sessionDidReceiveChallenge:
         (@Sendable (SessionManager, AuthenticationChallenge) -> ChallengeDisposition)?
 

@@ -22,17 +22,22 @@ public enum ServerTrustDisposition: Sendable, Hashable {
 public typealias ServerTrustChallengeHandler =
     @Sendable (_ trust: ServerTrust, _ policyVerdict: TrustEvaluation) -> ServerTrustDisposition
 
+/// The engine side of a challenge handler: the disposition, or nil when the
+/// handler gave no answer in time (the server is then refused, fail closed).
+typealias EngineChallengeHandler =
+    @Sendable (_ trust: ServerTrust, _ policyVerdict: TrustEvaluation) -> ServerTrustDisposition?
+
 /// Box retained by the C policy for its challenge handler (released by `release_ctx`).
 private final class ChallengeSink: Sendable {
-    let handler: ServerTrustChallengeHandler
-    init(handler: @escaping ServerTrustChallengeHandler) { self.handler = handler }
+    let handler: EngineChallengeHandler
+    init(handler: @escaping EngineChallengeHandler) { self.handler = handler }
 }
 
 extension SecurityPolicy {
     /// Builds the engine's policy with a challenge handler (the session- and task-level
     /// authentication-challenge hooks of AFURLSessionManager, combined by the caller).
     /// - Throws: as ``makeEnginePolicy()``.
-    func makeEnginePolicy(challengeHandler: ServerTrustChallengeHandler?) throws(TransferError)
+    func makeEnginePolicy(challengeHandler: EngineChallengeHandler?) throws(TransferError)
         -> EngineTrustPolicy
     {
         let policy = try makeEnginePolicy(withReports: true)
@@ -63,6 +68,7 @@ extension SecurityPolicy {
                 case .useCredential: return Int32(CT_TLS_OK.rawValue)
                 case .performDefaultHandling: return c.proposed_reason
                 case .cancel, .reject: return Int32(CT_TLS_REJECTED_BY_DELEGATE.rawValue)
+                case nil: return Int32(CT_TLS_CHALLENGE_TIMED_OUT.rawValue)
                 }
             },
             sink.toOpaque(),

@@ -90,6 +90,9 @@ public enum TrustFailureReason: Int32, Sendable, Hashable {
     case rejectedByDelegate = 5
     /// The handshake failed before the chain could be evaluated.
     case handshake = 6
+    /// The server-trust challenge hook gave no answer within
+    /// ``SessionConfiguration/serverTrustChallengeTimeout``: the server is refused.
+    case challengeTimedOut = 7
 }
 
 extension TransferError {
@@ -114,7 +117,7 @@ extension TrustEvaluation {
             self = .hostnameMismatch(host: host)
         case .noPinMatched:
             self = .noPinMatched(reason: message)
-        case .rejectedByDelegate:
+        case .rejectedByDelegate, .challengeTimedOut:
             self = .rejectedByChallengeHandler
         case .policyInvalid:
             self = .policyInvalid(reason: message)

@@ -220,8 +220,20 @@ public final class UploadTask: DataTask, @unchecked Sendable {
             guard let first = provider.makeStream() else {
                 throw TransferError(.invalidRequest, "the body stream provider gave no stream", url: originalRequest.url)
             }
-            first.open()
-            source.replaceStream(with: first)
+            // Read on a thread of its own, never on the engine thread.
+            let pump = BodyStreamPump(reopen: { [weak self] in
+                guard let self else { return nil }
+                let session = self.session
+                // A redirect or retry needs the body again: ask the hook, then the provider.
+                if let hook = session.hooks.taskNeedNewBodyStream {
+                    return session.delegateQueue.sync { hook(session, self) } ?? provider.makeStream()
+                }
+                return provider.makeStream()
+            }, notify: { [weak engine = session.engine] id in
+                engine?.bodyReady(id)
+            })
+            source.replacePump(with: pump)
+            pump.start(first)
             spec.body_kind = CT_BODY_PULL
             spec.body_length = length ?? -1
         }
@@ -229,64 +241,51 @@ public final class UploadTask: DataTask, @unchecked Sendable {
 
     override func makeEvents() -> TransferEvents {
         var events = super.makeEvents()
-        guard case .stream(let provider, _) = body else { return events }
-        events.onRead = { [self] buffer in
-            // Runs on the engine thread: a stream from disk reads quickly; a
-            // stream that blocks stalls every transfer of the session.
-            source.read(into: buffer)
-        }
-        events.onRewind = { [self] in
-            // A redirect or retry needs the body again: ask the hook, then the provider.
-            let fresh: InputStream? = session.hooks.taskNeedNewBodyStream.flatMap { hook in
-                session.delegateQueue.sync { hook(session, self) }
-            } ?? provider.makeStream()
-            guard let fresh else { return false }
-            fresh.open()
-            source.replaceStream(with: fresh)
-            return true
-        }
+        guard case .stream = body, let pump = source.pump else { return events }
+        // Both run on the engine thread and never block (see BodyStreamPump).
+        events.onRead = { buffer in pump.read(into: buffer) }
+        events.onRewind = { pump.rewind() }
         return events
     }
 
+    override func didSubmit(engineID: UInt64) {
+        source.pump?.attach(engineID: engineID)
+    }
+
     override func complete(error: TransferError?, outcome: Outcome?) {
-        source.closeStream()
+        var error = error
+        if let pump = source.pump {
+            pump.stop()
+            // The engine only knows "the body stream failed"; say why.
+            if error?.code == .fileError, let reason = pump.failureReason { error?.message = reason }
+        }
         super.complete(error: error, outcome: outcome)
     }
 }
 
 /// The body an upload task lends the engine: a private copy of in-memory
-/// bytes (the engine borrows it until finish) or the current input stream.
+/// bytes (the engine borrows it until finish) or the pump of a streamed body.
 ///
-/// @unchecked Sendable: both fields are guarded by `lock`; the stream is used
-/// by the engine thread (read, rewind) and closed on the delegate queue.
+/// @unchecked Sendable: both fields are guarded by `lock`.
 private final class BodySource: @unchecked Sendable {
     private let lock = NSLock()
     private var buffer: UnsafeMutableRawPointer?
-    private var stream: InputStream?
+    private var currentPump: BodyStreamPump?
 
     func setBuffer(_ pointer: UnsafeMutableRawPointer) {
         lock.withLock { buffer = pointer }
     }
 
-    func replaceStream(with fresh: InputStream) {
-        lock.withLock {
-            stream?.close()
-            stream = fresh
+    /// The pump of the current hop; a previous hop's pump is stopped.
+    func replacePump(with fresh: BodyStreamPump) {
+        let old = lock.withLock { () -> BodyStreamPump? in
+            defer { currentPump = fresh }
+            return currentPump
         }
+        old?.stop()
     }
 
-    func read(into target: UnsafeMutableRawBufferPointer) -> Int {
-        lock.withLock {
-            guard let stream, let base = target.baseAddress else { return -1 }
-            if target.isEmpty { return 0 }
-            let count = stream.read(base.assumingMemoryBound(to: UInt8.self), maxLength: target.count)
-            return count < 0 ? -1 : count
-        }
-    }
-
-    func closeStream() {
-        lock.withLock { stream?.close() }
-    }
+    var pump: BodyStreamPump? { lock.withLock { currentPump } }
 
     deinit {
         // The task (and so this source) outlives the engine's finish callback,

@@ -19,8 +19,9 @@ public struct DownloadOptions: Sendable, Hashable {
     /// The expected SHA-256 of the whole body, in hex (64 digits). The engine
     /// hashes the bytes as they are written; on mismatch the task fails with
     /// ``TransferError/Code/checksumMismatch`` and nothing is placed at the
-    /// destination. A resumed download hashes the bytes already on disk once
-    /// when it starts.
+    /// destination. A resumed download instead hashes its whole part file
+    /// once, when the body is complete, on the engine's file thread (never on
+    /// the thread that drives the network).
     public var expectedSHA256: String?
     /// Receive limit in bytes per second (0: unlimited); change it later with
     /// ``TransferTask/setSpeedLimit(receive:send:)``.

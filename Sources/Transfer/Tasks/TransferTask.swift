@@ -235,6 +235,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             submitFailed(error)
         case .success(let id):
             let (action, limit) = core.withLock { core in (core.life.submitted(id: id), core.speedLimit) }
+            didSubmit(engineID: id)
             // A limit set between building the spec and knowing the id.
             if let limit { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
             // A suspend or cancel that came while the id was not known.
@@ -245,6 +246,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             }
         }
     }
+
+    /// The engine accepted the transfer under `engineID` (each hop).
+    func didSubmit(engineID: UInt64) {}
 
     private func submitFailed(_ error: TransferError) {
         if case .finishLocally(let error) = core.withLock({ $0.life.submitFailed(error) }) {
