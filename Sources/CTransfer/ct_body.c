@@ -71,6 +71,10 @@ size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp)
     cti_transfer_pause(t, CT_PAUSE_DISPOSITION, 1, "body before the answer");
     return CURL_WRITEFUNC_PAUSE;
   }
+  if(t->paused & CT_PAUSE_USER)
+    /* Suspended before libcurl started the request (curl 7.88 resets its
+     * pause bits then): curl keeps the chunk until the resume. */
+    return CURL_WRITEFUNC_PAUSE;
   if(t->status >= 300 && t->status < 400 && cti_transfer_redirect_followed(t))
     return len;            /* body of a redirect we follow */
   cti_rate_note_held(t, len);

@@ -23,6 +23,10 @@ size_t cti_read_cb(char *buffer, size_t size, size_t nitems, void *userp)
   size_t want = cap;
   ssize_t n;
 
+  if(t->paused & CT_PAUSE_USER)
+    /* A suspend that came before libcurl started the request: curl 7.88
+     * resets its pause bits when the request starts, so hold it here. */
+    return CURL_READFUNC_PAUSE;
   if(cti_rate_blocked(t, CTI_SEND))
     return CURL_READFUNC_PAUSE;
   if(t->body_kind == CT_BODY_PULL) {
