@@ -129,6 +129,40 @@ struct UploadTests {
         #expect(asked.withLock { $0 } >= 1)
     }
 
+    @Test("an in-memory body is sent again after two 307s and a 401 from the task's one copy (none leaked)")
+    func dataBodyAcrossHops() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let body = TestServer.bytes(seed: 54, count: 256 << 10)
+        session.hooks.taskDidReceiveChallenge = { _, _, _ in
+            .useCredential(Credential(user: "ann", password: "pw"))
+        }
+        func redirect(to target: String) -> String {
+            var components = URLComponents()
+            components.queryItems = [URLQueryItem(name: "url", value: target), URLQueryItem(name: "status", value: "307")]
+            return "/redirect-to?" + (components.percentEncodedQuery ?? "")
+        }
+        // Three hops: 307, 307, then the upload; the body is sent on each.
+        let redirected = Completion<UploadOutcome>()
+        session.uploadTask(with: Request(url: server.url(redirect(to: redirect(to: "/upload"))), method: .post),
+                           from: body, completionHandler: redirected.handler).resume()
+        let viaRedirects = try #require(await redirected.wait())
+        #expect(viaRedirects.error == nil)
+        #expect(viaRedirects.response?.statusCode == 200)
+        #expect(viaRedirects.receipt?.sha256 == FileDigest.sha256(body))
+
+        // Two hops: a 401 answered with the credential, then the 200.
+        let challenged = Completion<UploadOutcome>()
+        session.uploadTask(with: Request(url: server.url("/basic-auth/ann/pw"), method: .post),
+                           from: body, completionHandler: challenged.handler).resume()
+        let viaChallenge = try #require(await challenged.wait())
+        #expect(viaChallenge.error == nil)
+        #expect(viaChallenge.response?.statusCode == 200)
+        // Under ASan (CI) LeakSanitizer fails this test if a hop's copy of the body is lost.
+    }
+
     @Test("Expect: 100-continue lets an early 413 stop the upload before the body is sent")
     func earlyRejection() async throws {
         let server = try TestServer()

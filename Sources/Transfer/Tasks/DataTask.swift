@@ -192,13 +192,10 @@ public final class UploadTask: DataTask, @unchecked Sendable {
         try super.configure(&spec, strings: strings)
         switch body {
         case .data(let data):
-            // The engine borrows the bytes until finish: keep a copy of our own
-            // (freed in deinit, which cannot run before the finish callback).
-            let pointer = UnsafeMutableRawPointer.allocate(byteCount: max(data.count, 1), alignment: 16)
-            data.withUnsafeBytes { raw in
-                if let base = raw.baseAddress { pointer.copyMemory(from: base, byteCount: raw.count) }
-            }
-            source.setBuffer(pointer)
+            // The engine borrows the bytes until finish: keep one copy of our own
+            // for every hop (a redirect or 401 hop sends the same bytes again; freed
+            // in deinit, which cannot run before the last finish callback).
+            let pointer = source.buffer(copying: data)
             spec.body_kind = CT_BODY_MEMORY
             spec.body_data = UnsafeRawPointer(pointer)
             spec.body_length = Int64(data.count)
@@ -272,8 +269,18 @@ private final class BodySource: @unchecked Sendable {
     private var buffer: UnsafeMutableRawPointer?
     private var currentPump: BodyStreamPump?
 
-    func setBuffer(_ pointer: UnsafeMutableRawPointer) {
-        lock.withLock { buffer = pointer }
+    /// The task's copy of `data`, made at the first hop and reused by later ones
+    /// (each hop used to make a new copy and lose the previous one).
+    func buffer(copying data: Data) -> UnsafeMutableRawPointer {
+        lock.withLock {
+            if let buffer { return buffer }
+            let pointer = UnsafeMutableRawPointer.allocate(byteCount: max(data.count, 1), alignment: 16)
+            data.withUnsafeBytes { raw in
+                if let base = raw.baseAddress { pointer.copyMemory(from: base, byteCount: raw.count) }
+            }
+            buffer = pointer
+            return pointer
+        }
     }
 
     /// The pump of the current hop; a previous hop's pump is stopped.
