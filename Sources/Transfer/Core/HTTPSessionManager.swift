@@ -187,6 +187,15 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
         session.invalidateSession(cancelPendingTasks: cancelPendingTasks, resetSession: resetSession)
     }
 
+    /// See ``SessionManager/reset()``.
+    public func reset() { session.reset() }
+
+    /// The session's reachability monitor (see ``SessionManager/reachabilityManager``).
+    public var reachabilityManager: NetworkReachability {
+        get { session.reachabilityManager }
+        set { session.reachabilityManager = newValue }
+    }
+
     /// Cancels every task and invalidates the session.
     public func invalidateAndCancel() { session.invalidateAndCancel() }
 
@@ -485,6 +494,9 @@ extension HTTPSessionManager {
                 slot = .done
                 return (response, data, error)
             }
+            // The completion notification carries the serializer success/failure use.
+            let manager = self.manager
+            task.session.serializeResponse(of: task) { manager.withLock { $0.responseSerializer } }
             guard let (response, data, error) = early else { return }
             task.session.runCompletion { [self] in deliver(task: task, response: response, data: data, error: error) }
         }

@@ -28,3 +28,79 @@ extension Request {
         }
     }
 }
+
+extension ResponseValidation {
+    /// A check of a completed response (Alamofire's `DataRequest.Validation`):
+    /// `.failure` fails the task with that error.
+    public typealias Validator =
+        @Sendable (_ request: Request, _ response: HTTPResponse, _ data: Data?) -> Result<Void, TransferError>
+}
+
+extension DataTask {
+    /// Fails the task unless the status is 200–299 and, when the request has
+    /// an `Accept` header, the body's content type is one it accepts
+    /// (Alamofire's `validate()`).
+    ///
+    /// Validations run in the order they were added, on the delegate queue,
+    /// when the transfer succeeded; the first failure becomes the task's
+    /// error (for every completion handler, the notification and `value`).
+    /// Added after the task completed, they have no effect.
+    /// - Returns: The task, to chain further validations.
+    @discardableResult
+    public func validate() -> Self {
+        validate(statusCode: 200..<300)
+        let accept = (currentRequest ?? originalRequest).headers["Accept"]
+        guard let accept else { return self }
+        let types = accept.split(separator: ",").map {
+            String($0.split(separator: ";", maxSplits: 1)[0]).trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        return types.isEmpty ? self : validate(contentType: types)
+    }
+
+    /// Fails the task with ``TransferError/Code/unacceptableStatusCode``
+    /// unless the status is in `acceptable`.
+    @discardableResult
+    public func validate<S: Sequence>(statusCode acceptable: S) -> Self where S.Element == Int {
+        let codes = IndexSet(acceptable)
+        return validate { _, response, data in
+            guard !codes.contains(response.statusCode) else { return .success(()) }
+            let phrase = ResponseValidation.reasonPhrase(for: response.statusCode)
+            return .failure(ResponseValidation.makeError(
+                .unacceptableStatusCode, "Response status code was unacceptable: \(phrase) (\(response.statusCode))",
+                response: response, data: data))
+        }
+    }
+
+    /// Fails the task with ``TransferError/Code/unacceptableContentType``
+    /// unless a non-empty body's MIME type matches one of `acceptable`
+    /// (`type/subtype`, `type/*` or `*/*`).
+    @discardableResult
+    public func validate(contentType acceptable: [String]) -> Self {
+        let patterns = acceptable.map { $0.lowercased() }
+        return validate { _, response, data in
+            guard let data, !data.isEmpty else { return .success(()) }
+            if patterns.contains("*/*") { return .success(()) }
+            if let type = response.mimeType, patterns.contains(where: { Self.mimeType(type, matches: $0) }) {
+                return .success(())
+            }
+            return .failure(ResponseValidation.makeError(
+                .unacceptableContentType,
+                "Response content type \(response.mimeType ?? "none") was unacceptable: \(acceptable)",
+                response: response, data: data))
+        }
+    }
+
+    /// Adds a custom validation (Alamofire's `validate(_:)`).
+    @discardableResult
+    public func validate(_ validation: @escaping ResponseValidation.Validator) -> Self {
+        session.addValidation(validation, to: self)
+        return self
+    }
+
+    private static func mimeType(_ type: String, matches pattern: String) -> Bool {
+        let have = type.split(separator: "/", maxSplits: 1)
+        let want = pattern.split(separator: "/", maxSplits: 1)
+        guard have.count == 2, want.count == 2 else { return false }
+        return (want[0] == "*" || want[0] == have[0]) && (want[1] == "*" || want[1] == have[1])
+    }
+}

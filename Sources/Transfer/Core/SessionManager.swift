@@ -32,6 +32,24 @@ public final class SessionManager: Sendable {
         var invalidationNotified = false
         var securityPolicy = SecurityPolicy.defaultPolicy
         var securityPolicyError: TransferError?
+        /// The errors challenge handlers failed handshakes with, by "host:port".
+        var trustFailures: [String: TransferError] = [:]
+        var responseSerializer: any ResponseSerializer = HTTPResponseSerializer()
+        var reachabilityManager = NetworkReachability()
+        /// Per task (by identifier), until it completes: a serializer in place
+        /// of the session's, handlers of the serialized value, validations.
+        var serializerOverrides: [Int: @Sendable () -> any ResponseSerializer] = [:]
+        var serializedCompletions: [Int: SerializedCompletionHandler] = [:]
+        var validations: [Int: [ResponseValidation.Validator]] = [:]
+        /// What ``SessionManager/reset()`` does besides dropping connections
+        /// and TLS sessions; the cookie store and the cache add theirs.
+        var resetActions: [@Sendable () -> Void] = []
+
+        /// Whether a server-trust challenge has anyone to ask: the engine
+        /// calls into Swift for every handshake only then.
+        var asksAboutServerTrust: Bool {
+            hooks.sessionDidReceiveChallenge != nil || hooks.authenticationChallengeHandler != nil || delegate != nil
+        }
     }
 
     /// Creates a manager and starts its engine thread.
@@ -60,34 +78,64 @@ public final class SessionManager: Sendable {
 
     // MARK: - Properties
 
+    /// Serializes the response of every data task when it completes
+    /// (AFURLSessionManager's `responseSerializer`); default an
+    /// ``HTTPResponseSerializer``, whose value is the body as `Data`. Handlers
+    /// given as `serializedCompletionHandler` get its value or its error, and
+    /// ``Foundation/Notification/Name/transferTaskDidComplete`` carries both.
+    /// Handlers taking `Data` keep getting the raw body and the transfer's
+    /// error (plus the task's ``DataTask/validate()`` failures).
+    public var responseSerializer: any ResponseSerializer {
+        get { state.withLock { $0.responseSerializer } }
+        set { state.withLock { $0.responseSerializer = newValue } }
+    }
+
+    /// The session's network reachability monitor (AFURLSessionManager's
+    /// `reachabilityManager`): the default route by default. Nothing is
+    /// watched until `reachabilityManager.startMonitoring()`; changes reach
+    /// its status-change handler and ``Foundation/Notification/Name/transferReachabilityDidChange``.
+    public var reachabilityManager: NetworkReachability {
+        get { state.withLock { $0.reachabilityManager } }
+        set { state.withLock { $0.reachabilityManager = newValue } }
+    }
+
+    /// A handler of a data task's serialized response: the value of the
+    /// session's ``responseSerializer`` (nil on failure), and the transfer's
+    /// or the serializer's error.
+    public typealias SerializedCompletionHandler = @Sendable (HTTPResponse?, (any Sendable)?, TransferError?) -> Void
+
     /// Closures for session and task events (see ``SessionHooks``).
     public var hooks: SessionHooks {
         get { state.withLock { $0.hooks } }
-        set {
-            let (changed, policy, failedClosed) = state.withLock { state -> (Bool, SecurityPolicy, Bool) in
-                let had = state.hooks.sessionDidReceiveChallenge != nil
-                state.hooks = newValue
-                return (had != (newValue.sessionDidReceiveChallenge != nil), state.securityPolicy,
-                        state.securityPolicyError != nil)
-            }
-            // The server-trust challenge costs a hop into Swift per handshake:
-            // the engine only asks when a hook is there to answer. A session
-            // refusing everything after an invalid policy keeps refusing: the
-            // last valid policy must not come back through a hook change.
-            guard changed, !failedClosed else { return }
-            do throws(TransferError) {
-                try installSecurityPolicy(policy)
-            } catch {
-                failClosed(error)
-            }
-        }
+        set { updateObservers { $0.hooks = newValue } }
     }
 
     /// A delegate object, for users who prefer one object to many closures.
     /// Held strongly until the session is invalidated, as URLSession does.
+    /// It receives server-trust challenges when no challenge hook is set.
     public var delegate: (any SessionDelegate)? {
         get { state.withLock { $0.delegate } }
-        set { state.withLock { $0.delegate = newValue } }
+        set { updateObservers { $0.delegate = newValue } }
+    }
+
+    /// Changes the hooks or the delegate; rebuilds the engine's policy when
+    /// server-trust challenges gain or lose someone to ask.
+    private func updateObservers(_ change: (inout State) -> Void) {
+        let (changed, policy, failedClosed) = state.withLock { state -> (Bool, SecurityPolicy, Bool) in
+            let had = state.asksAboutServerTrust
+            change(&state)
+            return (had != state.asksAboutServerTrust, state.securityPolicy, state.securityPolicyError != nil)
+        }
+        // The server-trust challenge costs a hop into Swift per handshake:
+        // the engine only asks when a hook or a delegate is there to answer.
+        // A session refusing everything after an invalid policy keeps
+        // refusing: the last valid policy must not come back this way.
+        guard changed, !failedClosed else { return }
+        do throws(TransferError) {
+            try installSecurityPolicy(policy)
+        } catch {
+            failClosed(error)
+        }
     }
 
     /// The server-trust policy checked in the handshake of every new TLS
@@ -150,7 +198,7 @@ public final class SessionManager: Sendable {
             policy.pinPolicy = pins
         }
         try policy.validate()
-        let wantsChallenge = state.withLock { $0.hooks.sessionDidReceiveChallenge != nil }
+        let wantsChallenge = state.withLock { $0.asksAboutServerTrust }
         var handler: EngineChallengeHandler?
         if wantsChallenge {
             handler = { @Sendable [weak self] trust, verdict in
@@ -175,23 +223,47 @@ public final class SessionManager: Sendable {
         return raw
     }
 
-    /// Engine thread, mid-handshake: asks the challenge hook, on the delegate
-    /// queue (user code never runs on the engine thread). The handshake, and
+    /// Engine thread, mid-handshake: asks, on the delegate queue (user code
+    /// never runs on the engine thread), the session's challenge hook, else
+    /// the AF-style challenge handler, else the delegate. The handshake, and
     /// with it the engine thread, waits at most
-    /// ``SessionConfiguration/serverTrustChallengeTimeout``; nil when the hook
-    /// did not answer by then (the server is refused; a late answer is dropped).
+    /// ``SessionConfiguration/serverTrustChallengeTimeout``; nil when no
+    /// answer came by then (the server is refused; a late answer is dropped).
     private func serverTrustChallenge(_ trust: ServerTrust, verdict: TrustEvaluation) -> ServerTrustDisposition? {
-        guard let hook = state.withLock({ $0.hooks.sessionDidReceiveChallenge }) else { return .performDefaultHandling }
+        let (hooks, delegate) = observers
         let challenge = AuthenticationChallenge(kind: .serverTrust, host: trust.host ?? "", port: trust.port ?? 443,
                                                 previousFailureCount: 0, failureResponse: nil, serverTrust: trust,
                                                 policyVerdict: verdict)
+        let answer = ChallengeAnswerBox()
+        let ask: @Sendable () -> Void
+        if let hook = hooks.sessionDidReceiveChallenge {
+            ask = { answer.set(.disposition(hook(self, challenge))) }
+        } else if let handler = hooks.authenticationChallengeHandler {
+            ask = { answer.set(handler(self, nil, challenge, { answer.set(.disposition($0)) })) }
+        } else if let delegate {
+            ask = { answer.set(.disposition(delegate.session(self, didReceive: challenge))) }
+        } else {
+            return .performDefaultHandling
+        }
         // Not delegateQueue.sync: a hook that never returns, or a delegate
         // queue busy with work that waits for the engine, would stall every
         // transfer of the session for ever.
-        let answer = ChallengeAnswerBox()
-        delegateQueue.async { answer.set(hook(self, challenge)) }
+        delegateQueue.async(execute: ask)
         let bound = max(configuration.serverTrustChallengeTimeout, 0.001)
-        guard let disposition = answer.wait(timeout: bound) else { return nil }
+        guard let result = answer.wait(timeout: bound) else { return nil }
+        let key = Self.originKey(host: challenge.host, port: challenge.port)
+        let disposition: ChallengeDisposition
+        switch result {
+        case .fail(let error):
+            // Refused; the tasks this handshake was for complete with `error`.
+            state.withLock { $0.trustFailures[key] = error }
+            return .cancel
+        case .disposition(let answered):
+            disposition = answered
+        case .deferred:
+            disposition = .performDefaultHandling   // never stored: the box waits for a real answer
+        }
+        state.withLock { _ = $0.trustFailures.removeValue(forKey: key) }
         switch disposition {
         case .useCredential(let credential):
             // Only a credential made from this chain accepts the server. A
@@ -205,6 +277,49 @@ public final class SessionManager: Sendable {
         case .cancelAuthenticationChallenge: return .cancel
         case .rejectProtectionSpace: return .reject
         }
+    }
+
+    private static func originKey(host: String, port: Int) -> String {
+        host.lowercased() + ":" + String(port)
+    }
+
+    /// The error a challenge handler failed `task`'s handshake with, in place
+    /// of the engine's trust refusal (which becomes its underlying error).
+    /// The error `task` completes with: a challenge handler's in place of the
+    /// trust refusal it caused, else the first failed validation of a data
+    /// task that transferred without error. On the delegate queue, once.
+    func finalError(_ error: TransferError?, of task: TransferTask) -> TransferError? {
+        let validations = state.withLock { $0.validations.removeValue(forKey: task.taskIdentifier) } ?? []
+        guard error == nil else { return substitutingChallengeFailure(error, of: task) }
+        guard let response = task.response, let dataTask = task as? DataTask else { return nil }
+        let data = dataTask.resultData
+        let request = task.currentRequest ?? task.originalRequest
+        for validation in validations {
+            if case .failure(let failure) = validation(request, response, data) {
+                return ResponseValidation.attaching(response: response, data: data, to: failure)
+            }
+        }
+        return nil
+    }
+
+    private func substitutingChallengeFailure(_ error: TransferError?, of task: TransferTask) -> TransferError? {
+        guard let error, error.code == .serverTrustRejected,
+            error.tlsReason == Int32(CT_TLS_REJECTED_BY_DELEGATE.rawValue)
+        else { return error }
+        let urls = [error.url, task.currentRequest?.url, task.originalRequest.url].compactMap { $0 }
+        let found = state.withLock { state -> TransferError? in
+            for url in urls {
+                let port = url.port ?? (url.scheme?.lowercased() == "http" ? 80 : 443)
+                if let failure = state.trustFailures[Self.originKey(host: url.host ?? "", port: port)] {
+                    return failure
+                }
+            }
+            return nil
+        }
+        guard var replacement = found else { return error }
+        if replacement.url == nil { replacement.url = error.url }
+        if replacement.underlyingError == nil { replacement.underlyingError = error }
+        return replacement
     }
 
     /// Where completion handlers run; nil means a private serial queue.
@@ -268,6 +383,41 @@ public final class SessionManager: Sendable {
         let task = DataTask(session: self, identifier: nextIdentifier(), request: request, delegate: delegate,
                             completionHandler: completionHandler)
         return register(task)
+    }
+
+    /// A data task whose completion handler gets the response serialized by
+    /// ``responseSerializer``, as AFNetworking's `dataTaskWithRequest:…completionHandler:`.
+    ///
+    /// - Parameters:
+    ///   - serializedCompletionHandler: Called once on ``completionQueue`` with
+    ///     the serialized value, or nil and the transfer's or serializer's error.
+    /// - Returns: A suspended task: call ``TransferTask/resume()``.
+    public func dataTask(with request: Request,
+                         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+                         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+                         serializedCompletionHandler: @escaping SerializedCompletionHandler) -> DataTask
+    {
+        let delegate = TaskDelegate(uploadProgress: uploadProgress, downloadProgress: downloadProgress)
+        let identifier = nextIdentifier()
+        // Before the task exists: one of an invalidated session completes at once.
+        state.withLock { $0.serializedCompletions[identifier] = serializedCompletionHandler }
+        if case .some(let body) = request.body {
+            return register(UploadTask(session: self, identifier: identifier, request: request, body: body,
+                                       delegate: delegate, completionHandler: nil))
+        }
+        return register(DataTask(session: self, identifier: identifier, request: request, delegate: delegate,
+                                 completionHandler: nil))
+    }
+
+    /// `task` is serialized by what `serializer` returns when it completes,
+    /// not by ``responseSerializer`` (an ``HTTPSessionManager``'s tasks).
+    func serializeResponse(of task: TransferTask, with serializer: @escaping @Sendable () -> any ResponseSerializer) {
+        state.withLock { $0.serializerOverrides[task.taskIdentifier] = serializer }
+    }
+
+    /// Adds a validation the response of `task` must pass (see ``DataTask/validate()``).
+    func addValidation(_ validation: @escaping ResponseValidation.Validator, to task: TransferTask) {
+        state.withLock { $0.validations[task.taskIdentifier, default: []].append(validation) }
     }
 
     /// A data task with only a completion handler (reads as AFNetworking's
@@ -460,6 +610,9 @@ public final class SessionManager: Sendable {
     func forget(_ task: TransferTask) {
         let lastAfterInvalidation = state.withLock { state -> Bool in
             state.tasks.removeValue(forKey: task.taskIdentifier)
+            state.serializerOverrides.removeValue(forKey: task.taskIdentifier)
+            state.serializedCompletions.removeValue(forKey: task.taskIdentifier)
+            state.validations.removeValue(forKey: task.taskIdentifier)
             return state.invalidated && state.tasks.isEmpty && !state.invalidationNotified
         }
         if lastAfterInvalidation { notifyInvalidation() }
@@ -524,9 +677,7 @@ public final class SessionManager: Sendable {
 
     /// 401 challenges go to a hook or the delegate when one is set.
     var handlesChallenges: Bool {
-        state.withLock {
-            $0.hooks.taskDidReceiveChallenge != nil || $0.hooks.sessionDidReceiveChallenge != nil || $0.delegate != nil
-        }
+        state.withLock { $0.hooks.taskDidReceiveChallenge != nil || $0.asksAboutServerTrust }
     }
 
     /// The hook and the delegate, read once under the lock.
@@ -541,12 +692,18 @@ public final class SessionManager: Sendable {
         return newRequest
     }
 
-    func didReceiveChallenge(task: TransferTask, challenge: AuthenticationChallenge) -> ChallengeDisposition {
+    /// A 401 challenge, on the delegate queue: the AF-style handler (which
+    /// may defer, then calls `later` once), else the task hook, the session
+    /// hook, the delegate.
+    func didReceiveChallenge(task: TransferTask, challenge: AuthenticationChallenge,
+                             later: @escaping ChallengeCompletion) -> ChallengeAnswer
+    {
         let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
-        if let hook = hooks.taskDidReceiveChallenge { return hook(self, task, challenge) }
-        if let hook = hooks.sessionDidReceiveChallenge { return hook(self, challenge) }
-        if let delegate { return delegate.session(self, task: task, didReceive: challenge) }
-        return .performDefaultHandling
+        if let handler = hooks.authenticationChallengeHandler { return handler(self, task, challenge, later) }
+        if let hook = hooks.taskDidReceiveChallenge { return .disposition(hook(self, task, challenge)) }
+        if let hook = hooks.sessionDidReceiveChallenge { return .disposition(hook(self, challenge)) }
+        if let delegate { return .disposition(delegate.session(self, task: task, didReceive: challenge)) }
+        return .disposition(.performDefaultHandling)
     }
 
     /// Once per task, on the delegate queue: hooks, delegate, notification,
@@ -567,17 +724,36 @@ public final class SessionManager: Sendable {
             delegate?.session(self, task: task, didCompleteWithError: error)
         }
 
-        var userInfo: [String: Any] = [:]
+        // The response serializer's result (AF's), once, for the serialized
+        // completion handler and the notification.
+        let (serializer, serializedHandler) = state.withLock { state in
+            (state.serializerOverrides.removeValue(forKey: task.taskIdentifier)?() ?? state.responseSerializer,
+             state.serializedCompletions.removeValue(forKey: task.taskIdentifier))
+        }
+        var userInfo: [String: Any] = [TransferNotificationKey.responseSerializer: serializer]
         if let error { userInfo[TransferNotificationKey.error] = error }
         if let metrics = outcome?.metrics { userInfo[TransferNotificationKey.metrics] = metrics }
         if let response = task.response { userInfo[TransferNotificationKey.response] = response }
-        if let data = task as? DataTask, let body = data.resultData {
-            userInfo[TransferNotificationKey.responseData] = body
+        var serialized: Result<(any Sendable)?, TransferError> = .success(nil)
+        if let data = task as? DataTask {
+            let body = data.resultData
+            if let body { userInfo[TransferNotificationKey.responseData] = body }
+            if let error {
+                serialized = .failure(error)
+            } else {
+                do throws(TransferError) {
+                    serialized = .success(try serializer.serializedValue(response: task.response, data: body, error: nil))
+                } catch {
+                    serialized = .failure(error)
+                    userInfo[TransferNotificationKey.error] = error
+                }
+            }
         }
         if let download = task as? DownloadTask, let url = download.fileURL {
             userInfo[TransferNotificationKey.assetPath] = url
+            serialized = .success(url)   // as AF: a download's serialized response is its file
         }
-        postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
+        if case .success(let value?) = serialized { userInfo[TransferNotificationKey.serializedResponse] = value }
 
         // Out of the task lists before anyone hears of the completion.
         forget(task)
@@ -586,6 +762,18 @@ public final class SessionManager: Sendable {
         } else if let data = task as? DataTask {
             data.callCompletion(error: error, hasWaiter: waiter != nil)
         }
+        if let serializedHandler {
+            let response = task.response
+            let result = serialized
+            runCompletion {
+                switch result {
+                case .success(let value): serializedHandler(response, value, nil)
+                case .failure(let failure): serializedHandler(response, nil, failure)
+                }
+            }
+        }
+        // As AF: posted after the completion handler was queued.
+        postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
         waiter?.taskDidComplete(task, error: error)
     }
 
@@ -617,8 +805,8 @@ public final class SessionManager: Sendable {
     ///
     /// - Parameters:
     ///   - cancelPendingTasks: Cancel running tasks (true) or let them finish (false).
-    ///   - resetSession: Accepted for AFNetworking parity; the engine keeps no
-    ///     cookies or cache, so there is nothing more to reset.
+    ///   - resetSession: Also ``reset()`` the session, as AFNetworking does
+    ///     (after the cancels, when `cancelPendingTasks`).
     public func invalidateSession(cancelPendingTasks: Bool, resetSession: Bool = false) {
         let pending: [TransferTask]? = state.withLock { state in
             guard !state.invalidated else { return nil }
@@ -629,7 +817,43 @@ public final class SessionManager: Sendable {
         if cancelPendingTasks {
             for task in pending { task.cancel() }
         }
+        if resetSession { reset() }
         notifyIfIdle()
+    }
+
+    /// Forgets what the session kept between transfers (URLSession's
+    /// `reset`): idle pooled connections are closed, and no later transfer
+    /// reuses a connection or resumes a TLS session made before the reset
+    /// (connections busy now are closed once idle); then the reset actions
+    /// of the session's stores run (``resetCookiesAndCache()``). Running
+    /// transfers continue. Safe from any thread.
+    public func reset() {
+        let (policy, refusal) = state.withLock { ($0.securityPolicy, $0.securityPolicyError) }
+        // The engine's trust-policy command starts a new connection
+        // generation: later transfers get a new trust marker (no reuse, no
+        // TLS resumption across it) and idle sockets of older ones are shut.
+        // The same policy is installed again; a failed-closed session stays so.
+        if let refusal {
+            failClosed(refusal)
+        } else {
+            do throws(TransferError) {
+                try installSecurityPolicy(policy)
+            } catch {
+                failClosed(error)
+            }
+        }
+        resetCookiesAndCache()
+    }
+
+    /// Registers what ``reset()`` must clear in a store of the session (its
+    /// cookies, its response cache). Runs on the thread that resets.
+    func addResetAction(_ action: @escaping @Sendable () -> Void) {
+        state.withLock { $0.resetActions.append(action) }
+    }
+
+    /// Runs the registered reset actions, in the order they were added.
+    func resetCookiesAndCache() {
+        for action in state.withLock({ $0.resetActions }) { action() }
     }
 
     /// Cancels every task and invalidates the session.
@@ -687,21 +911,24 @@ private final class ReportLimiter: Sendable {
 }
 
 /// One answer of a server-trust challenge hook, handed from the delegate
-/// queue to the engine thread that waits for it with a bound.
+/// queue to the engine thread that waits for it with a bound. The first
+/// real answer counts; `.deferred` is not one.
 /// @unchecked Sendable: `value` is guarded by `condition`.
 private final class ChallengeAnswerBox: @unchecked Sendable {
     private let condition = NSCondition()
-    private var value: ChallengeDisposition?
+    private var value: ChallengeAnswer?
 
-    func set(_ disposition: ChallengeDisposition) {
+    func set(_ answer: ChallengeAnswer) {
+        if case .deferred = answer { return }
         condition.withLock {
-            value = disposition
+            guard value == nil else { return }
+            value = answer
             condition.broadcast()
         }
     }
 
     /// The answer, or nil when none came within `timeout` seconds.
-    func wait(timeout: TimeInterval) -> ChallengeDisposition? {
+    func wait(timeout: TimeInterval) -> ChallengeAnswer? {
         let deadline = Date(timeIntervalSinceNow: timeout)
         return condition.withLock {
             while value == nil {

@@ -14,6 +14,11 @@ public protocol SessionDelegate: AnyObject, Sendable {
     func session(_ session: SessionManager, task: TransferTask, didFinishCollecting metrics: TaskMetrics)
     func session(_ session: SessionManager, task: TransferTask, didReceive challenge: AuthenticationChallenge)
         -> ChallengeDisposition
+    /// Server-trust challenges (URLSession's session-level challenge), when
+    /// no challenge hook is set. While a delegate is set, every new TLS
+    /// connection asks it, on the delegate queue, bounded by
+    /// ``SessionConfiguration/serverTrustChallengeTimeout``.
+    func session(_ session: SessionManager, didReceive challenge: AuthenticationChallenge) -> ChallengeDisposition
     func session(_ session: SessionManager, task: TransferTask, willPerformRedirection response: HTTPResponse,
                  newRequest: Request) -> Request?
     func session(_ session: SessionManager, task: TransferTask, didSendBodyData bytesSent: Int64,
@@ -34,6 +39,9 @@ extension SessionDelegate {
     public func session(_ session: SessionManager, task: TransferTask, didCompleteWithError error: TransferError?) {}
     public func session(_ session: SessionManager, task: TransferTask, didFinishCollecting metrics: TaskMetrics) {}
     public func session(_ session: SessionManager, task: TransferTask, didReceive challenge: AuthenticationChallenge)
+        -> ChallengeDisposition
+    { .performDefaultHandling }
+    public func session(_ session: SessionManager, didReceive challenge: AuthenticationChallenge)
         -> ChallengeDisposition
     { .performDefaultHandling }
     public func session(_ session: SessionManager, task: TransferTask, willPerformRedirection response: HTTPResponse,

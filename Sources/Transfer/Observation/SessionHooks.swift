@@ -61,6 +61,27 @@ public struct Credential: Sendable, Hashable {
     }
 }
 
+/// What AFNetworking's `authenticationChallengeHandler` returns: an answer
+/// now, an answer later, or an error that fails the task.
+public enum ChallengeAnswer: Sendable {
+    /// Answer now, as ``ChallengeDisposition`` says for the challenge's kind.
+    case disposition(ChallengeDisposition)
+    /// The handler calls the completion it was given later, once (further
+    /// calls are ignored). A 401 waits until then (a cancel of the task ends
+    /// the wait); a server-trust challenge waits at most
+    /// ``SessionConfiguration/serverTrustChallengeTimeout`` and is refused
+    /// without an answer by then, as with ``SessionHooks/sessionDidReceiveChallenge``.
+    case deferred
+    /// Refuse the challenge and fail the task with this error: a 401 ends the
+    /// task at once; a server-trust challenge refuses the handshake, and the
+    /// tasks that needed this host and port complete with `error` (its
+    /// `underlyingError` is the trust refusal).
+    case fail(TransferError)
+}
+
+/// The completion a deferring challenge handler calls with its answer.
+public typealias ChallengeCompletion = @Sendable (ChallengeDisposition) -> Void
+
 /// An authentication challenge: HTTP Basic from a 401, or server trust.
 public struct AuthenticationChallenge: Sendable {
     public enum Kind: Sendable, Hashable {
@@ -100,6 +121,17 @@ public struct SessionHooks: Sendable {
     /// `.challengeTimedOut`) and the late answer is ignored.
     public var sessionDidReceiveChallenge:
         (@Sendable (SessionManager, AuthenticationChallenge) -> ChallengeDisposition)?
+
+    /// AFNetworking's `authenticationChallengeHandler`: every challenge, 401s
+    /// and server trust, before the other challenge hooks. Return an answer,
+    /// ``ChallengeAnswer/deferred`` and call the completion later, or an error
+    /// that fails the task. The task is nil for server trust (a handshake is
+    /// for a connection, which several tasks may share). Server-trust answers
+    /// follow ``ChallengeDisposition``: only a credential made from the
+    /// challenge's own trust overrides the policy's verdict.
+    public var authenticationChallengeHandler:
+        (@Sendable (SessionManager, TransferTask?, AuthenticationChallenge, @escaping ChallengeCompletion)
+            -> ChallengeAnswer)?
 
     // Task
     public var taskDidReceiveChallenge:

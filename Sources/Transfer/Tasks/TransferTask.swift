@@ -378,7 +378,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         if status == 401, session.handlesChallenges,
             let scheme = response.headers["WWW-Authenticate"], scheme.lowercased().hasPrefix("basic")
         {
-            return answerChallenge(response: response, header: scheme)
+            return answerChallenge(response: response, header: scheme, outcome: outcome)
         }
         return false
     }
@@ -420,7 +420,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         return true
     }
 
-    private func answerChallenge(response: HTTPResponse, header: String) -> Bool {
+    private func answerChallenge(response: HTTPResponse, header: String, outcome: Outcome) -> Bool {
         let url = (currentRequest ?? originalRequest).url
         let previous = core.withLock { core -> Int in
             defer { core.challenges += 1 }
@@ -435,7 +435,44 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                                                 port: url.port ?? (url.scheme == "https" ? 443 : 80),
                                                 previousFailureCount: previous, failureResponse: response,
                                                 serverTrust: nil, policyVerdict: nil)
-        switch session.didReceiveChallenge(task: self, challenge: challenge) {
+        let once = OnceFlag()
+        let later: ChallengeCompletion = { [self] disposition in
+            session.delegateQueue.async { [self] in
+                guard once.claim() else { return }
+                if !apply(disposition, url: url) {
+                    core.withLock { $0.life.endHops() }
+                    complete(with: outcome)
+                }
+            }
+        }
+        switch session.didReceiveChallenge(task: self, challenge: challenge, later: later) {
+        case .disposition(let disposition):
+            return once.claim() ? apply(disposition, url: url) : true
+        case .fail(let error):
+            if once.claim() { complete(error: error, outcome: nil) }
+            return true
+        case .deferred:
+            // Waits for `later`; a cancel meanwhile ends the wait (beginHop
+            // then finishes the task as cancelled).
+            let token = Protected<ObservationToken?>(nil)
+            let endWait: @Sendable () -> Void = { [self] in
+                guard once.claim() else { return }
+                token.withLock { $0?.cancel() }
+                beginHop(currentRequest ?? originalRequest)
+            }
+            let observation = observeState(on: session.delegateQueue) { state in
+                if state == .canceling { endWait() }
+            }
+            token.withLock { $0 = observation }
+            // Cancelled while the handler ran, before the observer existed.
+            if state == .canceling { endWait() }
+            return true
+        }
+    }
+
+    /// Acts on a 401 answer; false when the 401 is the result.
+    private func apply(_ disposition: ChallengeDisposition, url: URL) -> Bool {
+        switch disposition {
         case .useCredential(let credential) where credential.serverTrust == nil:
             core.withLock { $0.credential = (credential, url) }
             discardHopResult()
@@ -479,7 +516,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     /// The shared end of every task, on the delegate queue.
     func complete(error: TransferError?, outcome: Outcome?) {
-        var error = error
+        var error = session.finalError(error, of: self)
         if var e = error, e.response == nil { e.response = response; error = e }
         let finalSnapshot:
             (TransferProgress, TransferProgress, [ProgressObserver], [StateObserver], Bool, Bool, (any TaskWaiter)?)? =
