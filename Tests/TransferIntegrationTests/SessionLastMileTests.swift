@@ -180,6 +180,44 @@ struct SessionLastMileTests {
         #expect(legacy.data?.isEmpty == false)
     }
 
+    private struct CountingSerializer: ResponseSerializer {
+        var acceptableStatusCodes = ResponseValidation.successStatusCodes
+        var acceptableContentTypes: Set<String>?
+        let calls: Locked<Int>
+        func serialize(response: HTTPResponse?, data: Data?, error: TransferError?) throws(TransferError) -> Int {
+            calls.withLock { $0 += 1 }
+            if let error { throw error }
+            return data?.count ?? 0
+        }
+    }
+
+    @Test("an HTTPSessionManager's task: its serializer is in the notification and parses the body once")
+    func httpManagerSerializesOnce() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let manager = try HTTPSessionManager(baseURL: server.baseURL, configuration: .ephemeral)
+        defer { manager.invalidateAndCancel() }
+        let calls = Locked(0)
+        manager.responseSerializer = CountingSerializer(calls: calls)
+        let noted = Locked<Int?>(nil)
+        let observer = NotificationCenter.default.addObserver(forName: .transferTaskDidComplete, object: nil,
+                                                              queue: nil) { note in
+            guard (note.object as? TransferTask)?.originalRequest.url.path == "/json",
+                note.userInfo?[TransferNotificationKey.responseSerializer] is CountingSerializer
+            else { return }
+            noted.withLock { $0 = note.userInfo?[TransferNotificationKey.serializedResponse] as? Int }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+
+        let value: Int? = try await awaitCompletion { done in
+            manager.GET("json", success: { _, value in done(value as? Int) }, failure: { _, _ in done(nil) })
+        }
+
+        #expect(value == TestServer.jsonBody.utf8.count)
+        #expect(await Wait.poll(timeout: .seconds(10)) { noted.withLock { $0 } == value })
+        #expect(calls.withLock { $0 } == 1)
+    }
+
     // MARK: - Issue 15 item 7: validate()
 
     @Test("validate() checks status, Accept-derived content types and custom closures, first failure wins")

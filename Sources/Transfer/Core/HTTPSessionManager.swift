@@ -508,7 +508,16 @@ extension HTTPSessionManager {
                 defer { callbacks = nil }
                 return callbacks
             }
+            // Serialized already for the completion notification: not parsed twice.
+            let serialized = task.session.takeSerializedResult(of: task)
             guard let (success, failure) = taken, success != nil || failure != nil else { return }
+            if let serialized {
+                switch serialized {
+                case .success(let value): success?(task, value)
+                case .failure(let error): failure?(task, error)
+                }
+                return
+            }
             let serializer = manager.withLock { $0.responseSerializer }
             do throws(TransferError) {
                 let value = try serializer.serializedValue(response: response, data: data, error: error)

@@ -41,6 +41,9 @@ public final class SessionManager: Sendable {
         var serializerOverrides: [Int: @Sendable () -> any ResponseSerializer] = [:]
         var serializedCompletions: [Int: SerializedCompletionHandler] = [:]
         var validations: [Int: [ResponseValidation.Validator]] = [:]
+        /// What an overriding serializer made of a task's response, until the
+        /// owner of the override takes it (so the body is parsed once).
+        var serializedResults: [Int: Result<(any Sendable)?, TransferError>] = [:]
         /// What ``SessionManager/reset()`` does besides dropping connections
         /// and TLS sessions; the cookie store and the cache add theirs.
         var resetActions: [@Sendable () -> Void] = []
@@ -415,6 +418,12 @@ public final class SessionManager: Sendable {
         state.withLock { $0.serializerOverrides[task.taskIdentifier] = serializer }
     }
 
+    /// What the overriding serializer of `task` made of its response, once;
+    /// nil when the task failed first or has no override.
+    func takeSerializedResult(of task: TransferTask) -> Result<(any Sendable)?, TransferError>? {
+        state.withLock { $0.serializedResults.removeValue(forKey: task.taskIdentifier) }
+    }
+
     /// Adds a validation the response of `task` must pass (see ``DataTask/validate()``).
     func addValidation(_ validation: @escaping ResponseValidation.Validator, to task: TransferTask) {
         state.withLock { $0.validations[task.taskIdentifier, default: []].append(validation) }
@@ -726,9 +735,10 @@ public final class SessionManager: Sendable {
 
         // The response serializer's result (AF's), once, for the serialized
         // completion handler and the notification.
-        let (serializer, serializedHandler) = state.withLock { state in
-            (state.serializerOverrides.removeValue(forKey: task.taskIdentifier)?() ?? state.responseSerializer,
-             state.serializedCompletions.removeValue(forKey: task.taskIdentifier))
+        let (override, serializer, serializedHandler) = state.withLock { state in
+            let override = state.serializerOverrides.removeValue(forKey: task.taskIdentifier)
+            return (override != nil, override?() ?? state.responseSerializer,
+                    state.serializedCompletions.removeValue(forKey: task.taskIdentifier))
         }
         var userInfo: [String: Any] = [TransferNotificationKey.responseSerializer: serializer]
         if let error { userInfo[TransferNotificationKey.error] = error }
@@ -754,6 +764,10 @@ public final class SessionManager: Sendable {
             serialized = .success(url)   // as AF: a download's serialized response is its file
         }
         if case .success(let value?) = serialized { userInfo[TransferNotificationKey.serializedResponse] = value }
+        if override, error == nil, task is DataTask {
+            let result = serialized
+            state.withLock { $0.serializedResults[task.taskIdentifier] = result }
+        }
 
         // Out of the task lists before anyone hears of the completion.
         forget(task)
