@@ -122,8 +122,9 @@ public struct SessionHooks: Sendable {
     public var sessionDidReceiveChallenge:
         (@Sendable (SessionManager, AuthenticationChallenge) -> ChallengeDisposition)?
 
-    /// AFNetworking's `authenticationChallengeHandler`: every challenge, 401s
-    /// and server trust, before the other challenge hooks. Return an answer,
+    /// AFNetworking's `authenticationChallengeHandler`: 401s before the other
+    /// challenge hooks, and server trust unless ``sessionDidReceiveChallenge``
+    /// is set (as in AF, where a session-level block takes those). Return an answer,
     /// ``ChallengeAnswer/deferred`` and call the completion later, or an error
     /// that fails the task. The task is nil for server trust (a handshake is
     /// for a connection, which several tasks may share). Server-trust answers
