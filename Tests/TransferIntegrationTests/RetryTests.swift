@@ -35,6 +35,13 @@ private final class RetryCompletion: Sendable {
     }
 }
 
+/// Names in a folder, hidden ones included.
+private enum CLIListing {
+    static func names(_ path: String) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    }
+}
+
 private func body(_ data: Data?) -> String { String(decoding: data ?? Data(), as: UTF8.self) }
 
 @Suite("Retries and interceptors over real sockets", .serialized)
@@ -381,6 +388,57 @@ struct RetryTests {
         #expect(response.statusCode == 200)
         #expect(try String(contentsOf: file, encoding: .utf8) == "attempt 2\n")
         #expect(!FileManager.default.fileExists(atPath: destination.path + ".part"))
+    }
+
+    @Test("a download cancelled while the retrier decides leaves nothing at its destination")
+    func downloadCancelledBetweenAttempts() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let deciding = Mutex(false)
+        // Still deciding when the cancel comes (the wait ends with the cancel).
+        let session = try retrySession(Interceptor(retrier: { _, _, _, _, _ in
+            deciding.withLock { $0 = true }
+            try? await Task.sleep(for: .seconds(3600))
+            return .doNotRetry
+        }))
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let destination = directory.file("body.txt")
+        let finished = Mutex<TransferError??>(nil)
+        let task = session.downloadTask(with: Request(url: server.url("/flaky/1?key=q")), to: destination) {
+            _, _, error in finished.withLock { $0 = .some(error) }
+        }
+        task.resume()
+        try await Wait.until("the retrier is deciding", timeout: .seconds(20)) { deciding.withLock { $0 } }
+
+        task.cancel()
+        try await Wait.until("the completion", timeout: .seconds(20)) { finished.withLock { $0 } != nil }
+
+        #expect(finished.withLock { $0 ?? nil }?.code == .cancelled)
+        #expect(CLIListing.names(directory.url.path).isEmpty)
+    }
+
+    @Test("an upload from a file is sent again by a retry")
+    func fileUploadRetried() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try retrySession(quickPolicy())
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let file = directory.file("body.bin")
+        try Data(repeating: 0x61, count: 100_000).write(to: file)
+        let done = RetryCompletion()
+
+        let task = session.uploadTask(with: Request(url: server.url("/flaky/1?key=r"), method: .put), fromFile: file,
+                                      completionHandler: done.handler)
+        task.resume()
+        let (response, data, error) = try await done.wait()
+
+        #expect(error == nil)
+        #expect(response?.statusCode == 200)
+        #expect(body(data) == "attempt 2\n")
+        let puts = server.requests.filter { $0.target == "/flaky/1?key=r" }
+        #expect(puts.map { $0.header("content-length") } == ["100000", "100000"])
     }
 
     // MARK: AuthenticationInterceptor
