@@ -147,7 +147,10 @@ extension TransferTask {
                 failed.response = response
                 let error = failed
                 onDelegateQueue { task in
-                    if task.core.withLock({ $0.life.endAttempts() }) { task.complete(error: error, outcome: outcome) }
+                    guard task.core.withLock({ $0.life.endAttempts() }) else { return }
+                    // A failed task leaves nothing at a download's destination.
+                    task.discardFailedAttempt()
+                    task.complete(error: error, outcome: outcome)
                 }
             case .retry, .retryAfter:
                 // What the failed attempt produced goes before the wait: a
@@ -186,8 +189,12 @@ extension TransferTask {
             guard task.core.withLock({ $0.life.attemptReady() }) else { return }
             _ = task.attempts.begin()
             task.core.withLock { core in
+                // A new attempt starts from the original request: its own
+                // redirects and 401 answers are counted afresh.
                 core.currentRequest = adapted
                 core.response = nil
+                core.redirects = 0
+                core.challenges = 0
             }
             task.submit(adapted)
         }
