@@ -76,11 +76,13 @@ final class AttemptLedger: @unchecked Sendable {
 }
 
 extension TransferTask {
-    /// Attempts sent so far: 1 for a task that was never retried, 0 before it starts.
+    /// Attempts sent so far: 1 for a task that was never retried, 0 before
+    /// its first attempt (an interceptor's adapter may still be running).
     public var attemptCount: Int { attempts.count }
 
-    /// The metrics of each finished attempt, oldest first (the last one is
-    /// also ``metrics``, whose ``TaskMetrics/attempts`` counts them).
+    /// The metrics of each failed attempt handed to the retrier, oldest
+    /// first. The last attempt's are ``metrics`` (whose
+    /// ``TaskMetrics/attempts`` counts all of them).
     public var attemptMetrics: [TaskMetrics] { attempts.metrics }
 
     /// The session's interceptor, then the request's (nil: neither is set,
