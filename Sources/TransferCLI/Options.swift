@@ -91,6 +91,15 @@ struct Options: ParsableArguments {
         help: "Largest body accepted, in bytes (e.g. 100M); larger fails with exit 11.")
     var maxFilesize: String?
 
+    @Option(name: .customLong("retry"), help: "Retry transient failures up to N times (curl's --retry).")
+    var retry: Int?
+
+    @Option(name: .customLong("retry-max-time"), help: "Start no retry after SECONDS since the first attempt.")
+    var retryMaxTime: Double?
+
+    @Option(name: .customLong("retry-delay"), help: "Wait SECONDS between retries (default: 1 s doubling).")
+    var retryDelay: Double?
+
     @Flag(name: .customLong("http1.1"), help: "Prefer HTTP/1.1.")
     var http11 = false
 

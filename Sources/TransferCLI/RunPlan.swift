@@ -210,6 +210,7 @@ struct RunPlan: Sendable {
 
         // Jobs. A URL list may name one URL many times (load tests do): each
         // distinct string is parsed once, and its jobs share the parsed URL.
+        let retry = try RetryOptions.maker(options)
         var jobs: [Job] = []
         jobs.reserveCapacity(urls.count)
         var parsed: [String: Result<Request, TransferError>] = [:]
@@ -233,6 +234,7 @@ struct RunPlan: Sendable {
                     // Sets the streamed body, Content-Type with the boundary and Content-Length.
                     request = try form.request(byFinalizing: request)
                 }
+                request.interceptor = retry?()   // one per transfer: its own time window
                 job.request = request
             } catch {
                 job.invalidFailure = Failure(.invalidRequest, error.message)

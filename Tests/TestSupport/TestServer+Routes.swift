@@ -47,6 +47,13 @@ import Foundation
 //   /basic-auth/USER/PASS?then=U  200 with the right Basic credentials, else 401 with
 //                                 WWW-Authenticate: Basic realm="TestServer"; with `then`,
 //                                 the right credentials get a 302 to U instead of the 200.
+//   /flaky/N?key=K&status=C&retry-after=V&fail=reset
+//                                 the first N requests under key K (default the path) fail:
+//                                 status C (default 503) with `Retry-After: V` when given, or
+//                                 with fail=reset a connection reset before any answer; then
+//                                 200 with "attempt A\n" (A counts all requests under K).
+//   /bearer/T                     200 JSON when `Authorization: Bearer T`, else 401 with
+//                                 WWW-Authenticate: Bearer.
 //   anything else                 404.
 // On every route, ?close=1 makes the server close the connection after the response.
 
@@ -240,6 +247,33 @@ extension Connection {
             return try respond(
                 head, status: 401, contentType: "application/json",
                 extraHeaders: [("WWW-Authenticate", #"Basic realm="TestServer""#)], body: #"{"authenticated":false}"#)
+        case "flaky":
+            guard parts.count == 2, let failures = Int(parts[1]) else { return try notFound(head) }
+            let key = head.query("key") ?? head.path
+            let attempt = core.state.withLock { state -> Int in
+                state.hits[key, default: 0] += 1
+                return state.hits[key] ?? 0
+            }
+            if attempt > failures {
+                return try respond(head, status: 200, body: "attempt \(attempt)\n")
+            }
+            if head.query("fail") == "reset" {
+                var option = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+                throw ConnectionEnd.close
+            }
+            let status = Int(head.query("status") ?? "") ?? 503
+            let retryAfter = head.query("retry-after").map { [("Retry-After", sanitize($0))] } ?? []
+            return try respond(head, status: (400...599).contains(status) ? status : 503, extraHeaders: retryAfter,
+                               body: "attempt \(attempt) failed\n")
+        case "bearer":
+            guard parts.count == 2 else { return try notFound(head) }
+            if head.header("authorization") == "Bearer \(parts[1])" {
+                return try respond(head, status: 200, contentType: "application/json", body: #"{"authenticated":true}"#)
+            }
+            return try respond(
+                head, status: 401, extraHeaders: [("WWW-Authenticate", #"Bearer realm="TestServer""#)],
+                body: "token refused\n")
         default:
             return try notFound(head)
         }

@@ -92,6 +92,11 @@ public final class TestServer: Sendable {
         core.state.withLock { $0.passed[name] ?? 0 }
     }
 
+    /// Requests `/flaky` served under `key` so far.
+    public func hits(_ key: String) -> Int {
+        core.state.withLock { $0.hits[key] ?? 0 }
+    }
+
     /// Requests whose head was received, on all connections, since the start.
     public var requestCount: Int { core.state.withLock { $0.requestCount } }
 
@@ -156,6 +161,8 @@ final class ServerCore: Sendable {
         /// `/hold` responses that passed each gate and handed the first bytes after it to the
         /// kernel.
         var passed: [String: Int] = [:]
+        /// Requests seen per `/flaky` key (TestServer+Routes).
+        var hits: [String: Int] = [:]
     }
 
     static let maxRecords = 10_000

@@ -360,3 +360,84 @@ struct TaskStateMachineTests {
         #expect(error?.code == .cancelled)
     }
 }
+
+@Suite("Task state machine: attempts")
+struct TaskStateMachineAttemptTests {
+    @Test("attempt failed -> awaiting attempt -> resubmitted, keeping the user's suspend")
+    func failedAttemptIsResubmitted() {
+        var machine = running()
+        #expect(machine.engineFinished() == .considerFollowUp)
+
+        let step1 = machine.awaitAttempt()
+        #expect(step1)
+        #expect(machine.engineID == nil)
+        #expect(machine.visibleState == .running)
+        guard case .notify(.suspended) = machine.suspend() else { Issue.record("suspend must notify"); return }
+        let step2 = machine.attemptReady()
+        #expect(step2)
+
+        #expect(machine.visibleState == .suspended)
+        #expect(machine.submitted(id: 8) == .pauseEngine(8))
+        #expect(machine.engineID == 8)
+    }
+
+    @Test("the first attempt waits for the adapter, then goes to the engine")
+    func firstAttemptWaitsForAdapter() {
+        var machine = Machine()
+        guard case .start = machine.resume() else { Issue.record("first resume must start"); return }
+
+        let step3 = machine.awaitAttempt()
+        #expect(step3)
+        let step4 = machine.attemptReady()
+        #expect(step4)
+
+        #expect(machine.submitted(id: 3) == .none)
+        #expect(machine.engineID == 3)
+    }
+
+    @Test("a cancel between attempts completes at once; the late interceptor finds nothing to do")
+    func cancelBetweenAttempts() {
+        var machine = running()
+        _ = machine.engineFinished()
+        let step5 = machine.awaitAttempt()
+        #expect(step5)
+
+        guard case .cancelBetweenAttempts = machine.cancel(keepPartial: false) else {
+            Issue.record("a cancel between attempts must complete the task")
+            return
+        }
+
+        #expect(machine.visibleState == .canceling)
+        let step6 = machine.attemptReady()
+        #expect(!step6)
+        let step7 = machine.endAttempts()
+        #expect(!step7)
+        guard case .none = machine.cancel(keepPartial: false) else { Issue.record("a second cancel is a no-op"); return }
+    }
+
+    @Test("a cancel while the hop was judged is not turned into a retry")
+    func cancelWhileJudged() {
+        var machine = running()
+        _ = machine.engineFinished()
+        _ = machine.cancel(keepPartial: false)
+
+        let step8 = machine.awaitAttempt()
+        #expect(!step8)
+    }
+
+    @Test("no retry: the attempts end and the task finishes with the visible state")
+    func endAttempts() {
+        var machine = running()
+        _ = machine.engineFinished()
+        let step9 = machine.awaitAttempt()
+        #expect(step9)
+
+        let step10 = machine.endAttempts()
+        #expect(step10)
+
+        #expect(machine.visibleState == .running)
+        let step11 = machine.attemptReady()
+        #expect(!step11)
+        guard case .deliver = machine.complete(nil) else { Issue.record("completion must be delivered"); return }
+    }
+}

@@ -46,6 +46,13 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     public var timeoutInterval: TimeInterval
     public var cachePolicy: CachePolicy
     public var httpShouldHandleCookies: Bool
+    /// This request's own interceptor, run after the session's
+    /// (``SessionConfiguration/interceptor``).
+    public var interceptor: (any RequestInterceptor)? {
+        get { interceptorReference?.value }
+        set { interceptorReference = newValue.map(InterceptorReference.init) }
+    }
+    private var interceptorReference: InterceptorReference?
 
     public init(url: URL, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: Body? = nil,
                 timeoutInterval: TimeInterval = 0, cachePolicy: CachePolicy = .useProtocolCachePolicy)

@@ -69,6 +69,14 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// ``TransferError/trustFailureReason`` `.challengeTimedOut`; an answer
     /// that comes later is ignored. Values below 1 ms count as 1 ms.
     public var serverTrustChallengeTimeout: TimeInterval = 5
+    /// Adapts every request before each attempt and decides on retries
+    /// (``RetryPolicy``, ``AuthenticationInterceptor``, ``Interceptor``); runs
+    /// before a request's own ``Request/interceptor``. nil: no retry.
+    public var interceptor: (any RequestInterceptor)? {
+        get { interceptorReference?.value }
+        set { interceptorReference = newValue.map(InterceptorReference.init) }
+    }
+    private var interceptorReference: InterceptorReference?
 
     public init() {}
 

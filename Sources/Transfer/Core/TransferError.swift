@@ -52,6 +52,10 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// to a file. ``TransferError/downloadTask`` and ``TransferError/fileURL``
         /// say which task and where.
         public static let becameDownload = Code("becameDownload")
+        /// A ``RequestAdapter`` threw before an attempt (``underlyingError`` has its error).
+        public static let requestAdaptationFailed = Code("requestAdaptationFailed")
+        /// A ``RequestRetrier`` answered `.doNotRetryWithError` (``underlyingError`` has its error).
+        public static let requestRetryFailed = Code("requestRetryFailed")
         /// A bug in Transfer: please report it.
         public static let internalError = Code("internalError")
     }

@@ -236,6 +236,12 @@ public final class UploadTask: DataTask, @unchecked Sendable {
         }
     }
 
+    /// A streamed body cannot be sent again by a retry.
+    var hasStreamedBody: Bool {
+        if case .stream = body { return true }
+        return false
+    }
+
     override func makeEvents() -> TransferEvents {
         var events = super.makeEvents()
         guard case .stream = body, let pump = source.pump else { return events }

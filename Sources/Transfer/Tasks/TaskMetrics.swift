@@ -27,6 +27,9 @@ public struct TaskMetrics: Sendable, Hashable, Codable {
     public var bodyBytesSent: Int64
     /// Body bytes after decoding (what the sink received).
     public var bodyBytesReceived: Int64
+    /// Attempts the task made, this one included (more than 1 after retries;
+    /// see ``TransferTask/attemptMetrics`` for each one's metrics).
+    public var attempts: Int = 1
 
     public init() {
         queueDuration = 0; nameLookup = -1; connect = -1; tlsHandshake = -1; requestSent = -1

@@ -40,6 +40,11 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         /// The engine finished a hop; the delegate queue decides whether a
         /// redirect or a 401 answer starts another one.
         case betweenHops(Intent)
+        /// No transfer is in the engine: an interceptor adapts the next
+        /// attempt's request, or decides on a failed attempt, or its retry
+        /// delay runs (``RequestInterceptor``). Never holds `.cancel`: a
+        /// cancel here completes the task at once.
+        case awaitingAttempt(Intent)
         /// The result is known and being produced (file moved, body kept); the
         /// visible state stays what it was until completion.
         case finishing(TaskState)
@@ -69,7 +74,8 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     var visibleState: TaskState {
         switch state {
         case .initialized: return .suspended
-        case .submitting(let intent), .inEngine(_, let intent), .betweenHops(let intent): return intent.visible
+        case .submitting(let intent), .inEngine(_, let intent), .betweenHops(let intent), .awaitingAttempt(let intent):
+            return intent.visible
         case .finishing(let visible): return visible
         case .movedToDownload: return .running
         case .completed: return .completed
@@ -113,6 +119,9 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         case cancelLocally
         /// The task became a download: the call goes to the successor.
         case forward(Successor)
+        /// Cancelled between attempts: notify `.canceling`, stop the pending
+        /// interceptor work, complete as cancelled without the engine.
+        case cancelBetweenAttempts
     }
 
     mutating func resume() -> ControlAction {
@@ -129,9 +138,12 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         case .betweenHops(.suspend):
             state = .betweenHops(.run)
             return .notify(.running)
+        case .awaitingAttempt(.suspend):
+            state = .awaitingAttempt(.run)
+            return .notify(.running)
         case .movedToDownload(let successor):
             return .forward(successor)
-        case .submitting, .inEngine, .betweenHops, .finishing, .completed:
+        case .submitting, .inEngine, .betweenHops, .awaitingAttempt, .finishing, .completed:
             return .none
         }
     }
@@ -148,9 +160,13 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         case .betweenHops(.run):
             state = .betweenHops(.suspend)
             return .notify(.suspended)
+        case .awaitingAttempt(.run):
+            // The delay runs on; the next attempt starts paused.
+            state = .awaitingAttempt(.suspend)
+            return .notify(.suspended)
         case .movedToDownload(let successor):
             return .forward(successor)
-        case .initialized, .submitting, .inEngine, .betweenHops, .finishing, .completed:
+        case .initialized, .submitting, .inEngine, .betweenHops, .awaitingAttempt, .finishing, .completed:
             return .none
         }
     }
@@ -169,6 +185,11 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         case .betweenHops(.run), .betweenHops(.suspend):
             state = .betweenHops(.cancel(keepPartial: keepPartial))
             return .notify(.canceling)
+        case .awaitingAttempt:
+            // Nothing is in the engine: a retry delay or an interceptor must
+            // not hold a cancelled task back.
+            state = .finishing(.canceling)
+            return .cancelBetweenAttempts
         case .movedToDownload(let successor):
             return .forward(successor)
         case .submitting(.cancel), .inEngine(_, .cancel), .betweenHops(.cancel), .finishing, .completed:
@@ -242,7 +263,7 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
             }
             state = .betweenHops(intent)
             return .considerFollowUp
-        case .initialized, .betweenHops, .finishing, .movedToDownload, .completed:
+        case .initialized, .betweenHops, .awaitingAttempt, .finishing, .movedToDownload, .completed:
             return .none
         }
     }
@@ -267,7 +288,7 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         case .betweenHops(.cancel):
             state = .finishing(.canceling)
             return .finishLocally(cancelled())
-        case .initialized, .submitting, .inEngine, .finishing, .movedToDownload, .completed:
+        case .initialized, .submitting, .inEngine, .awaitingAttempt, .finishing, .movedToDownload, .completed:
             return .none
         }
     }
@@ -293,9 +314,47 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         case .inEngine(let id, .suspend):
             state = .movedToDownload(successor)
             return .become(id, suspended: true)
-        case .initialized, .submitting, .inEngine, .betweenHops, .finishing, .movedToDownload, .completed:
+        case .initialized, .submitting, .inEngine, .betweenHops, .awaitingAttempt, .finishing, .movedToDownload,
+            .completed:
             return .refuse
         }
+    }
+
+    // MARK: - Attempts (interceptors)
+
+    /// An attempt waits for the interceptor: the first one before it is
+    /// submitted (adapt), or a failed one after its hop ended (attempt failed
+    /// → retry scheduled). False when the task is not there (a cancel came
+    /// while the hop was judged: the caller completes as it would have).
+    mutating func awaitAttempt() -> Bool {
+        switch state {
+        case .submitting(.run), .betweenHops(.run):
+            state = .awaitingAttempt(.run)
+            return true
+        case .submitting(.suspend), .betweenHops(.suspend):
+            state = .awaitingAttempt(.suspend)
+            return true
+        case .initialized, .submitting, .inEngine, .betweenHops, .awaitingAttempt, .finishing, .movedToDownload,
+            .completed:
+            return false
+        }
+    }
+
+    /// The interceptor is done and the next attempt goes to the engine
+    /// (resubmitted), paused if the user suspended the task meanwhile.
+    /// False when the task was cancelled meanwhile (it completed already).
+    mutating func attemptReady() -> Bool {
+        guard case .awaitingAttempt(let intent) = state else { return false }
+        state = .submitting(intent)
+        return true
+    }
+
+    /// No further attempt (not retried, or the adapter failed): the task
+    /// completes. False when it was cancelled meanwhile.
+    mutating func endAttempts() -> Bool {
+        guard case .awaitingAttempt(let intent) = state else { return false }
+        state = .finishing(intent.visible)
+        return true
     }
 
     // MARK: - Completion

@@ -23,6 +23,8 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     var counters: UnsafeMutablePointer<ct_counters> { counterBlock.pointer }
     let core: Protected<Core>
     let delegate: TaskDelegate
+    /// Attempts sent and interceptor work between them (TransferTask+Attempts).
+    let attempts = AttemptLedger()
 
     struct Core {
         /// The lifecycle: the only place state, engine id and pending
@@ -177,6 +179,10 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         case .cancelLocally:
             stateDidChange(.canceling)
             finishLocally(TransferError(.cancelled, "cancelled", url: originalRequest.url))
+        case .cancelBetweenAttempts:
+            stateDidChange(.canceling)
+            cancelBetweenAttempts()
+            finishLocally(TransferError(.cancelled, "cancelled", url: originalRequest.url))
         }
     }
 
@@ -189,12 +195,13 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     func wantsDisposition() -> Bool { false }
 
     private func start() {
-        submit(originalRequest)
+        // With an interceptor the adapter runs first (TransferTask+Attempts).
+        if !startFirstAttempt() { submit(originalRequest) }
     }
 
     /// Hands `request` to the engine with the 401 credential, if one was
     /// answered for the origin of `request`.
-    private func submit(_ request: Request) {
+    func submit(_ request: Request) {
         let credential = core.withLock { core -> Credential? in
             guard let stored = core.credential, RedirectPolicy.isSameOrigin(stored.url, request.url) else { return nil }
             return stored.value
@@ -348,14 +355,16 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     }
 
     func engineDidFinish(_ outcome: Outcome) {
-        session.mailbox.post { [self] in
+        var outcome = outcome
+        outcome.metrics.attempts = max(1, attempts.count)
+        session.mailbox.post { [self, outcome] in
             switch core.withLock({ $0.life.engineFinished() }) {
             case .none:
                 return
             case .complete:
                 complete(with: outcome)
             case .considerFollowUp:
-                if !followUp(after: outcome) {
+                if !followUp(after: outcome) && !considerRetry(after: outcome) {
                     core.withLock { $0.life.endHops() }
                     complete(with: outcome)
                 }
