@@ -69,6 +69,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// ``TransferError/trustFailureReason`` `.challengeTimedOut`; an answer
     /// that comes later is ignored. Values below 1 ms count as 1 ms.
     public var serverTrustChallengeTimeout: TimeInterval = 5
+    /// ``logger`` and ``eventMonitors`` (SessionConfiguration+Logging.swift).
+    var observation = ObservationSettings()
 
     public init() {}
 
