@@ -155,3 +155,37 @@ struct LoggingTests {
         #expect(!store.all.contains { $0.rendered.contains("s3cret") }, "\(messages)")
     }
 }
+
+/// The cost of logging that is off, measured from outside: run under
+/// callgrind with `TRANSFER_CALLGRIND_REQUESTS=N` and
+/// `TRANSFER_CALLGRIND_LOGGER=none|info`, twice with different N; the
+/// difference of the instruction counts over the difference of N is the
+/// cost of one request (see the commit that added it for the command).
+@Suite("Logging cost probe")
+struct LoggingCostProbe {
+    static let requests = ProcessInfo.processInfo.environment["TRANSFER_CALLGRIND_REQUESTS"].flatMap { Int($0) }
+
+    @Test("sequential 1 KiB GETs from nginx all succeed, with or without a logger at info",
+          .enabled(if: requests != nil, "set TRANSFER_CALLGRIND_REQUESTS to run the probe"))
+    func sequentialGets() async throws {
+        let count = try #require(Self.requests)
+        let nginx = try NginxFixture.shared()
+        let file = try nginx.ensureFile(size: 1024, seed: 3)
+        let withLogger = ProcessInfo.processInfo.environment["TRANSFER_CALLGRIND_LOGGER"] == "info"
+        let session = try makeSession {
+            if withLogger {
+                // A handler that keeps its level (swift-log's no-op one reports .critical).
+                $0.logger = logger(.info, into: RecordStore())
+            }
+        }
+        defer { session.invalidateAndCancel() }
+        let request = Request(url: nginx.url(.http, file.path))
+
+        var received = 0
+        for _ in 0..<count {
+            received += try await session.data(for: request).0.count
+        }
+
+        #expect(received == count * 1024)
+    }
+}
