@@ -29,7 +29,8 @@ public protocol EventMonitor: AnyObject, Sendable {
     /// A request adapter (interceptor) turned `request` into `result`
     /// before the task went out: a new request, or the error that fails it.
     func task(_ task: TransferTask, didAdaptRequest request: Request, result: Result<Request, TransferError>)
-    /// The task was resumed (the first time: it is about to be sent).
+    /// The task was resumed: started (about to be sent), or continued
+    /// after ``TransferTask/suspend()``.
     func taskDidResume(_ task: TransferTask)
     /// Name lookup finished `seconds` after the task was handed to the
     /// engine. From the metrics at completion; not sent for a reused
