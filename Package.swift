@@ -11,6 +11,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // The engine: libcurl multi + epoll event loop, sinks, counters, TLS.
@@ -24,7 +25,9 @@ let package = Package(
             ]
         ),
         // The Swift facade: sessions, tasks, progress, serializers, policy.
-        .target(name: "Transfer", dependencies: ["CTransfer"]),
+        .target(
+            name: "Transfer",
+            dependencies: ["CTransfer", .product(name: "Logging", package: "swift-log")]),
         // Terminal widgets bound to tasks: progress bar, percent label, spinner.
         .target(name: "TransferTerminal", dependencies: ["Transfer"]),
         // The `transfer` command (docs/CLI.md), on the public API of Transfer only.
@@ -33,6 +36,7 @@ let package = Package(
             dependencies: [
                 "Transfer", "TransferTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Test helper: prints reachability changes; run inside network namespaces.
@@ -45,7 +49,10 @@ let package = Package(
         .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
         .testTarget(
             name: "TransferIntegrationTests",
-            dependencies: ["Transfer", "TestSupport", "reachability-probe", "transfer-crashtest"]),
+            dependencies: [
+                "Transfer", "TestSupport", "reachability-probe", "transfer-crashtest",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Proves the test fixtures themselves (servers, nginx, certificates), not the library.
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer"]),

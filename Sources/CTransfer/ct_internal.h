@@ -276,6 +276,11 @@ size_t cti_read_cb(char *buffer, size_t size, size_t nitems, void *userp);
 int cti_seek_cb(void *userp, curl_off_t offset, int origin);
 int cti_xferinfo_cb(void *userp, curl_off_t dltotal, curl_off_t dlnow,
                     curl_off_t ultotal, curl_off_t ulnow);
+/* ct_debug.c: CURLOPT_DEBUGFUNCTION, installed only with CT_FLAG_TRACE. */
+int cti_debug_cb(CURL *easy, curl_infotype type, char *data, size_t size,
+                 void *userp);
+/* ct_debug.c: tell on_redirect that curl follows this hop's Location. */
+void cti_transfer_report_redirect(struct cti_transfer *t);
 
 /* --- ct_phase.c -------------------------------------------------------- */
 

@@ -145,6 +145,12 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   SETOPT(CURLOPT_WRITEDATA, t);
   SETOPT(CURLOPT_HEADERFUNCTION, cti_header_cb);
   SETOPT(CURLOPT_HEADERDATA, t);
+  if(t->flags & CT_FLAG_TRACE) {
+    /* Only when asked: a debug function costs a call per curl message. */
+    SETOPT(CURLOPT_DEBUGFUNCTION, cti_debug_cb);
+    SETOPT(CURLOPT_DEBUGDATA, t);
+    SETOPT(CURLOPT_VERBOSE, 1L);
+  }
   SETOPT(CURLOPT_XFERINFOFUNCTION, cti_xferinfo_cb);
   SETOPT(CURLOPT_XFERINFODATA, t);
   SETOPT(CURLOPT_NOPROGRESS, 0L);

@@ -235,6 +235,7 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
       return len;
     }
     if(cti_transfer_redirect_followed(t)) {
+      cti_transfer_report_redirect(t);
       if(t->phase == CT_PHASE_HEAD)
         cti_transfer_set_phase(t, CT_PHASE_CONNECTING, "redirect");
       return len;

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import Transfer
 
@@ -15,6 +16,8 @@ final class Runner: Sendable {
     /// The session shared by all jobs (nil when it could not start).
     private let session: SessionManager?
     private let sessionError: TransferError?
+    /// `-v` lines (VerboseLog.swift); nil when not verbose.
+    private let verbose: Logger?
 
     /// What one job ended with.
     struct JobResult: Sendable {
@@ -23,6 +26,7 @@ final class Runner: Sendable {
 
     init(plan: RunPlan) throws(Failure) {
         self.plan = plan
+        verbose = VerboseLog.make(enabled: plan.verbose)
         display = ProgressDisplay(style: plan.progress)
         // Anything else on stdout (a body, status lines, headers) keeps each
         // metrics line in place among it, as printed.
@@ -122,7 +126,7 @@ final class Runner: Sendable {
             return JobResult(failure: failure)
         }
 
-        if plan.verbose { Terminal.note(Terminal.printable("* \(request.method) \(request.url.absoluteString)")) }
+        verbose?.info("* \(request.method) \(request.url.absoluteString)")
         if !plan.body.isEmpty || request.method == .head {
             return await performInMemory(job, request: request, session: session)
         }
@@ -417,7 +421,7 @@ final class Runner: Sendable {
                 let why = err == EEXIST ? "the file exists (use --clobber to replace it)" : String(cString: strerror(err))
                 return Failure(.localFile, "cannot move the download to \(path): \(why)")
             }
-            if plan.verbose { Terminal.note(Terminal.printable("* saved \(path)")) }
+            verbose?.info("* saved \(path)")
             return nil
         }
     }
@@ -467,10 +471,11 @@ final class Runner: Sendable {
     }
 
     private func verboseResponse(_ response: HTTPResponse) {
-        guard plan.verbose else { return }
-        var lines = ["< HTTP/\(response.httpVersion) \(response.statusCode) \(response.url.absoluteString)"]
-        for field in response.headers { lines.append("< \(field.name): \(field.value)") }
-        for line in lines { Terminal.note(Terminal.printable(line)) }
+        guard let verbose else { return }
+        verbose.info("< HTTP/\(response.httpVersion) \(response.statusCode) \(response.url.absoluteString)")
+        for field in response.headers {
+            verbose.info("< \(field.name): \(VerboseLog.shown(name: field.name, value: field.value))")
+        }
     }
 
     private func record(_ job: Job, task: TransferTask?, failure: Failure?) {
@@ -483,11 +488,11 @@ final class Runner: Sendable {
     private func record(_ job: Job, status: Int?, metrics taskMetrics: TaskMetrics?, received: Int64, sent: Int64,
                         failure: Failure?)
     {
-        if plan.verbose {
+        if let verbose {
             let seconds = String(format: "%.3f", max(0, taskMetrics?.total ?? 0))
             let version = taskMetrics.map { " HTTP/" + $0.httpVersion } ?? ""
             let reused = taskMetrics?.reusedConnection == true ? ", reused connection" : ""
-            Terminal.note(Terminal.printable("* \(job.urlString): \(received) bytes in \(seconds) s\(version)\(reused)"))
+            verbose.info("* \(job.urlString): \(received) bytes in \(seconds) s\(version)\(reused)")
         }
         metrics?.write(MetricsWriter.Record(url: job.urlString, status: status, metrics: taskMetrics,
                                             bytesReceived: received, bytesSent: sent, failure: failure))

@@ -44,6 +44,10 @@ typedef enum ct_http_version {
 #define CT_FLAG_NO_DECOMPRESS     (1u << 5)  /* do not ask for gzip etc. */
 #define CT_FLAG_FAIL_ON_RANGE_IGNORED (1u << 6)
 #define CT_FLAG_NO_PREALLOCATE    (1u << 7)
+/* libcurl's verbose trace goes to ct_callbacks.on_debug (text and header
+ * lines only, credentials redacted); without it no debug function is
+ * installed at all. A high bit, away from the flags others add. */
+#define CT_FLAG_TRACE             (1u << 16)
 
 struct ct_transfer_spec {
   const char *_Nullable url;         /* http or https only; required */

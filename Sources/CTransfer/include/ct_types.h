@@ -179,7 +179,36 @@ struct ct_callbacks {
    * last on_batch_end, when the loop thread is about to exit. The place to
    * release what batch_ctx holds. Optional. */
   void (*_Nullable on_loop_end)(void *_Nullable batch_ctx);
+  /* One line of libcurl's verbose trace (CT_FLAG_TRACE only), without its
+   * line end: `kind` is a ct_debug_kind. The values of Authorization,
+   * Cookie, Proxy-Authorization and Set-Cookie are already replaced by
+   * "[redacted]"; body bytes never come here. `line` is valid only during
+   * the call. Optional. */
+  void (*_Nullable on_debug)(void *_Nullable ctx, int32_t kind,
+                             const char *_Nonnull line, size_t length);
+  /* libcurl is about to follow a redirect (CT_FLAG_FOLLOW_REDIRECTS):
+   * `status` of the hop, the URL it came from, and its Location value as
+   * sent (maybe relative). The strings are valid only during the call.
+   * Optional. */
+  void (*_Nullable on_redirect)(void *_Nullable ctx, long status,
+                                const char *_Nonnull from,
+                                const char *_Nonnull location);
 };
+
+/* What one on_debug line is. */
+typedef enum {
+  CT_DEBUG_TEXT = 0,         /* libcurl's own "* ..." messages */
+  CT_DEBUG_HEADER_IN = 1,    /* a response header line ("< ...") */
+  CT_DEBUG_HEADER_OUT = 2    /* a request header line ("> ...") */
+} ct_debug_kind;
+
+/* Redacts the credential values in one header or trace line, in place:
+ * the values of Authorization, Cookie, Proxy-Authorization and Set-Cookie
+ * (at the line start, or inside "[name: value]" as HTTP/2 traces write
+ * them) become "[redacted]". Writes at most `cap` bytes (NUL included)
+ * to `out` and returns the length written, without the NUL. */
+size_t ct_debug_redact(const char *_Nonnull line, size_t length,
+                       char *_Nonnull out, size_t cap);
 
 /* Release a body handed over in ct_result.body. Accepts NULL. */
 void ct_buffer_free(void *_Nullable body);

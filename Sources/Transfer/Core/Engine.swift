@@ -16,6 +16,10 @@ struct TransferEvents: Sendable {
     /// Start the streamed body again (after a redirect or an auth retry); false if impossible.
     /// Must not block: answer at once and refill the buffer elsewhere.
     var onRewind: (@Sendable () -> Bool)?
+    /// One redacted line of libcurl's trace (kind, line); only with `CT_FLAG_TRACE`.
+    var onDebug: (@Sendable (Int32, String) -> Void)?
+    /// The engine follows a redirect: status, from, Location as sent.
+    var onRedirect: (@Sendable (Int, String, String) -> Void)?
 }
 
 /// The response head as the engine reports it.
@@ -249,6 +253,18 @@ extension Engine {
             guard let ctx else { return -1 }
             let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
             return box.events.onRewind?() == true ? 0 : -1
+        }
+        cb.on_debug = { ctx, kind, line, length in
+            guard let ctx else { return }
+            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
+            guard let handler = box.events.onDebug else { return }
+            handler(kind, String(decoding: UnsafeRawBufferPointer(start: line, count: length), as: UTF8.self))
+        }
+        cb.on_redirect = { ctx, status, from, location in
+            guard let ctx else { return }
+            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
+            guard let handler = box.events.onRedirect else { return }
+            handler(status, String(cString: from), String(cString: location))
         }
         return cb
     }()

@@ -78,6 +78,9 @@ public struct SessionConfiguration: Sendable, Hashable {
     }
     private var interceptorReference: InterceptorReference?
 
+    /// ``logger`` and ``eventMonitors`` (SessionConfiguration+Logging.swift).
+    var observation = ObservationSettings()
+
     public init() {}
 
     /// The defaults of URLSessionConfiguration.default.

@@ -18,6 +18,8 @@ public final class SessionManager: Sendable {
     let temporaryDirectory: URL
     /// Batches engine-thread events onto `delegateQueue`.
     let mailbox: Mailbox
+    /// Event monitors and the logger (Observation/EventMonitor+FanOut.swift).
+    let observation: SessionObservation
     private let state: Protected<State>
     private static let identifiers = Atomic<Int>(0)
 
@@ -65,6 +67,7 @@ public final class SessionManager: Sendable {
         delegateQueue = DispatchQueue(label: label + ".delegate")
         engine = try Engine(configuration: configuration, delegateQueue: delegateQueue)
         mailbox = engine.mailbox
+        observation = SessionObservation(configuration.observation)
         temporaryDirectory = URL(fileURLWithPath: TemporaryFolder.path(), isDirectory: true)
         state = Protected(State())
         delegateQueue.setSpecific(key: queueKey, value: true)
@@ -602,6 +605,7 @@ public final class SessionManager: Sendable {
             state.tasks[task.taskIdentifier] = task
             return (false, state.taskDescriptionForTasks)
         }
+        observation.taskDidCreate(task)
         if invalidated {
             // The task exists so the caller's code stays simple, but it can
             // only fail: the session is gone.
@@ -724,6 +728,7 @@ public final class SessionManager: Sendable {
     func taskDidComplete(_ task: TransferTask, error: TransferError?, outcome: Outcome?, waiter: (any TaskWaiter)?) {
         let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
         let handedOver = !(task is DownloadTask) && error?.downloadTask != nil
+        if !handedOver { observation.taskDidComplete(task, metrics: outcome?.metrics, error: error) }
         if let metrics = outcome?.metrics {
             hooks.taskDidFinishCollectingMetrics?(self, task, metrics)
             delegate?.session(self, task: task, didFinishCollecting: metrics)

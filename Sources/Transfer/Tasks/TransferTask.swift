@@ -165,18 +165,22 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         case .notify(let state):
             stateDidChange(state)
         case .start:
+            session.observation.taskDidResume(self, starting: true)
             stateDidChange(.running)
             start()
         case .resumeEngine(let id):
+            session.observation.taskDidResume(self, starting: false)
             session.engine.resume(id)
             stateDidChange(.running)
         case .pauseEngine(let id):
             session.engine.pause(id)
             stateDidChange(.suspended)
         case .cancelEngine(let id, let keep):
+            session.observation.taskDidCancel(self)
             stateDidChange(.canceling)
             session.engine.cancel(id, keepPartial: keep)
         case .cancelLocally:
+            session.observation.taskDidCancel(self)
             stateDidChange(.canceling)
             finishLocally(TransferError(.cancelled, "cancelled", url: originalRequest.url))
         case .cancelBetweenAttempts:
@@ -225,6 +229,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             }
             spec.counters = counters
             if wantsDisposition() { spec.flags |= UInt32(CT_FLAG_AWAIT_DISPOSITION) }
+            if session.observation.tracesCurl { spec.flags |= UInt32(CT_FLAG_TRACE) }
             try configure(&spec, strings: strings)
             if let limit = core.withLock({ $0.speedLimit }) {
                 spec.max_recv_speed = limit.receive
@@ -234,7 +239,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             submitFailed(error)
             return
         }
-        let submitted = session.engine.submit(&spec, events: makeEvents())
+        let submitted = session.engine.submit(&spec, events: session.observation.events(makeEvents(), for: self))
         switch submitted {
         case .failure(let error):
             var error = error
@@ -287,6 +292,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         let response = HTTPResponse(url: url, statusCode: head.status,
                                     headers: head.headers, httpVersion: head.httpVersion)
         core.withLock { $0.response = response }
+        session.observation.task(self, didReceive: response)
         guard needsResponseEvent() else { return }
         session.mailbox.post { [self] in
             didReceiveResponse(response)
@@ -421,9 +427,12 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             next.headers["Content-Type"] = nil
         }
         guard let decided = session.willPerformRedirection(task: self, response: response, newRequest: next) else {
+            session.observation.task(self, redirectRefused: response)
             return false   // refused: the redirect response is the result, as with URLSession
         }
         core.withLock { $0.currentRequest = decided }
+        session.observation.task(self, willRedirectFrom: current.url, to: decided.url,
+                                 statusCode: response.statusCode, onEngineThread: false)
         discardHopResult()
         beginHop(decided)
         return true

@@ -1,0 +1,229 @@
+import CTransfer
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// The one object the task lifecycle calls per event: it hands the event to
+/// every ``EventMonitor`` (each on its queue) and to the session's logger.
+///
+/// Cost when nobody listens: every entry point first reads ``isActive`` (a
+/// constant and one relaxed atomic load) and returns; nothing is built or
+/// allocated. The lifecycle must call the entry points in the order the
+/// events happen for a task, before acting on them (before submitting,
+/// before cancelling), so each monitor's serial queue sees them in order.
+final class SessionObservation: Sendable {
+    let logger: Logger?
+    /// Precomputed from the logger's level (read once, when the session is made).
+    let logsDebug: Bool
+    let logsErrors: Bool
+    /// libcurl's verbose trace is asked for (``CT_FLAG_TRACE``).
+    let tracesCurl: Bool
+    private let monitorsPresent: Atomic<Bool>
+    private let monitors: Protected<[any EventMonitor]>
+    /// Events handed to monitors so far, counted one per monitor (for
+    /// tests: a session without monitors must stay at 0).
+    private let dispatched = Atomic<Int>(0)
+
+    init(_ settings: ObservationSettings) {
+        logger = settings.logger
+        let level = settings.logger?.logLevel
+        logsDebug = level.map { $0 <= .debug } ?? false
+        logsErrors = level.map { $0 <= .error } ?? false
+        tracesCurl = level == .trace
+        monitorsPresent = Atomic(!settings.monitors.isEmpty)
+        monitors = Protected(settings.monitors)
+    }
+
+    /// At least one monitor is registered.
+    var hasEventMonitors: Bool { monitorsPresent.load(ordering: .relaxed) }
+
+    /// Someone wants lifecycle events: a monitor, or a logger at debug.
+    var isActive: Bool { logsDebug || monitorsPresent.load(ordering: .relaxed) }
+
+    func add(_ monitor: any EventMonitor) {
+        monitors.withLock { $0.append(monitor) }
+        monitorsPresent.store(true, ordering: .releasing)
+    }
+
+    /// Queues `body` on each monitor's queue.
+    private func fanOut(_ body: @escaping @Sendable (any EventMonitor) -> Void) {
+        guard monitorsPresent.load(ordering: .acquiring) else { return }
+        let current = monitors.withLock { $0 }
+        dispatched.add(current.count, ordering: .relaxed)
+        for monitor in current {
+            monitor.queue.async { body(monitor) }
+        }
+    }
+
+    var dispatchedEvents: Int { dispatched.load(ordering: .relaxed) }
+
+    private func metadata(_ task: TransferTask) -> Logger.Metadata {
+        ["transfer.task": "\(task.taskIdentifier)"]
+    }
+
+    // MARK: - Lifecycle (any thread; never blocks, never runs user code here)
+
+    func taskDidCreate(_ task: TransferTask) {
+        guard hasEventMonitors else { return }
+        fanOut { $0.taskDidCreate(task) }
+    }
+
+    /// For request adapters (interceptors): the request went out as `result`.
+    func task(_ task: TransferTask, didAdapt request: Request, result: Result<Request, TransferError>) {
+        guard isActive else { return }
+        if logsDebug, case .failure(let error) = result {
+            logger?.debug("adapter failed: \(error.code)", metadata: metadata(task))
+        }
+        fanOut { $0.task(task, didAdaptRequest: request, result: result) }
+    }
+
+    /// The task starts (first resume) or continues after a suspend.
+    func taskDidResume(_ task: TransferTask, starting: Bool) {
+        guard isActive else { return }
+        if logsDebug && starting {
+            let request = task.originalRequest
+            var meta = metadata(task)
+            meta["transfer.method"] = "\(request.method.rawValue)"
+            meta["transfer.url"] = "\(LogRedaction.url(request.url))"
+            let headers = task.session.configuration.httpAdditionalHeaders.merging(request.headers)
+            meta["transfer.request.headers"] = LogRedaction.metadata(headers)
+            logger?.debug("start \(request.method.rawValue) \(LogRedaction.url(request.url))", metadata: meta)
+        }
+        fanOut { $0.taskDidResume(task) }
+    }
+
+    func taskDidCancel(_ task: TransferTask) {
+        guard isActive else { return }
+        fanOut { $0.taskDidCancel(task) }
+    }
+
+    /// Loop thread or delegate queue: the final response head.
+    func task(_ task: TransferTask, didReceive response: HTTPResponse) {
+        guard hasEventMonitors else { return }
+        // A redirect that a hook may follow in Swift is not the response of
+        // the task yet: it is reported as a redirect, or, if the hook
+        // refuses it, as the response then (redirectRefused(_:response:)).
+        if (300..<400).contains(response.statusCode), response.headers["Location"] != nil,
+            task.session.handlesRedirectsManually
+        {
+            return
+        }
+        fanOut { $0.task(task, didReceiveResponse: response) }
+    }
+
+    /// A redirect hook refused to follow `response`: it is the task's response.
+    func task(_ task: TransferTask, redirectRefused response: HTTPResponse) {
+        guard hasEventMonitors else { return }
+        fanOut { $0.task(task, didReceiveResponse: response) }
+    }
+
+    /// A redirect the task follows. `logNow` false: the caller is the engine
+    /// thread, so the log record is posted to the delegate queue.
+    func task(_ task: TransferTask, willRedirectFrom from: URL, to: URL, statusCode: Int, onEngineThread: Bool) {
+        guard isActive else { return }
+        if logsDebug, let logger {
+            var meta = metadata(task)
+            meta["transfer.status"] = "\(statusCode)"
+            let message: Logger.Message =
+                "redirect \(statusCode) \(LogRedaction.url(from)) -> \(LogRedaction.url(to))"
+            if onEngineThread {
+                let meta = meta
+                task.session.mailbox.post { logger.debug(message, metadata: meta) }
+            } else {
+                logger.debug(message, metadata: meta)
+            }
+        }
+        fanOut { $0.task(task, willRedirectFrom: from, to: to, statusCode: statusCode) }
+    }
+
+    /// For the retry policy: `attempt` (1 for the first retry) after `error`.
+    func task(_ task: TransferTask, willRetry attempt: Int, after error: TransferError) {
+        guard isActive else { return }
+        if logsDebug {
+            var meta = metadata(task)
+            meta["transfer.attempt"] = "\(attempt)"
+            meta["transfer.error"] = "\(error.code)"
+            logger?.debug("retry \(attempt) after \(error.code)", metadata: meta)
+        }
+        fanOut { $0.task(task, willRetry: attempt, after: error) }
+    }
+
+    /// Delegate queue, once per task.
+    func taskDidComplete(_ task: TransferTask, metrics: TaskMetrics?, error: TransferError?) {
+        guard isActive || logsErrors else { return }
+        log(completionOf: task, metrics: metrics, error: error)
+        fanOut { monitor in
+            if let metrics, !metrics.reusedConnection {
+                if metrics.nameLookup >= 0 { monitor.task(task, didFinishNameLookupIn: metrics.nameLookup) }
+                if metrics.connect >= 0 { monitor.task(task, didConnectIn: metrics.connect) }
+                if metrics.tlsHandshake > 0 { monitor.task(task, didFinishTLSHandshakeIn: metrics.tlsHandshake) }
+            }
+            monitor.task(task, didCompleteWith: metrics, error: error)
+        }
+    }
+
+    private func log(completionOf task: TransferTask, metrics: TaskMetrics?, error: TransferError?) {
+        guard let logger else { return }
+        if let error, error.code != .cancelled {
+            guard logsErrors else { return }
+            var meta = metadata(task)
+            meta["transfer.error"] = "\(error.code)"
+            if let status = error.httpStatus { meta["transfer.status"] = "\(status)" }
+            if let curl = error.curlCode { meta["transfer.curlCode"] = "\(curl)" }
+            logger.error("failed \(LogRedaction.url(task.originalRequest.url)): \(error.code): \(error.message)",
+                         metadata: meta)
+            return
+        }
+        guard logsDebug else { return }
+        var meta = metadata(task)
+        let response = task.response
+        let status = response.map { String($0.statusCode) } ?? "-"
+        let received = metrics?.bodyBytesReceived ?? task.countOfBytesReceived
+        let sent = metrics?.bodyBytesSent ?? task.countOfBytesSent
+        let seconds = String(format: "%.3f", max(0, metrics?.total ?? 0))
+        meta["transfer.status"] = "\(status)"
+        meta["transfer.bytesReceived"] = "\(received)"
+        meta["transfer.bytesSent"] = "\(sent)"
+        meta["transfer.duration"] = "\(seconds)"
+        if let response { meta["transfer.response.headers"] = LogRedaction.metadata(response.headers) }
+        let outcome = error == nil ? "completed" : "cancelled"
+        logger.debug("\(outcome) \(status), \(received) bytes in \(seconds) s", metadata: meta)
+    }
+
+    // MARK: - Engine events (loop thread)
+
+    /// `events` with the trace and redirect reports this session wants;
+    /// unchanged (no closure made) when nobody listens.
+    func events(_ events: TransferEvents, for task: TransferTask) -> TransferEvents {
+        guard isActive || tracesCurl else { return events }
+        var events = events
+        if tracesCurl {
+            events.onDebug = { kind, line in self.trace(task, kind: kind, line: line) }
+        }
+        events.onRedirect = { status, from, location in
+            guard let fromURL = URL(string: from),
+                let toURL = URL(string: location, relativeTo: fromURL)?.absoluteURL
+            else { return }
+            self.task(task, willRedirectFrom: fromURL, to: toURL, statusCode: status, onEngineThread: true)
+        }
+        return events
+    }
+
+    /// One redacted line of libcurl's trace: posted to the delegate queue
+    /// (the logger's handler is user code and never runs on the engine).
+    func trace(_ task: TransferTask, kind: Int32, line: String) {
+        guard tracesCurl, let logger else { return }
+        let prefix: String
+        switch kind {
+        case Int32(CT_DEBUG_HEADER_IN.rawValue): prefix = "< "
+        case Int32(CT_DEBUG_HEADER_OUT.rawValue): prefix = "> "
+        default: prefix = "* "
+        }
+        let meta = metadata(task)
+        // Header values were redacted in the engine; URLs in request lines
+        // and in curl's notes lose their secret query values here.
+        let text = prefix + LogRedaction.queries(in: line)
+        task.session.mailbox.post { logger.trace("\(text)", metadata: meta) }
+    }
+}

@@ -1,0 +1,199 @@
+import Dispatch
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Transfer
+
+/// Records every event it gets, as short strings, and checks that each one
+/// runs on its own queue.
+private final class RecordingMonitor: EventMonitor {
+    let queue: DispatchQueue
+    private let key = DispatchSpecificKey<Bool>()
+    private let log = Mutex<[String]>([])
+    private let offQueue = Atomic<Int>(0)
+
+    init(label: String) {
+        queue = DispatchQueue(label: label)
+        queue.setSpecific(key: key, value: true)
+    }
+
+    var events: [String] { log.withLock { $0 } }
+    /// Events delivered on another queue than ``queue``.
+    var misdelivered: Int { offQueue.load(ordering: .relaxed) }
+
+    private func add(_ event: String) {
+        if DispatchQueue.getSpecific(key: key) == nil { offQueue.add(1, ordering: .relaxed) }
+        log.withLock { $0.append(event) }
+    }
+
+    func taskDidCreate(_ task: TransferTask) { add("created") }
+    func taskDidResume(_ task: TransferTask) { add("resumed") }
+    func task(_ task: TransferTask, didFinishNameLookupIn seconds: TimeInterval) { add("dns") }
+    func task(_ task: TransferTask, didConnectIn seconds: TimeInterval) { add("connect") }
+    func task(_ task: TransferTask, didFinishTLSHandshakeIn seconds: TimeInterval) { add("tls") }
+    func task(_ task: TransferTask, didReceiveResponse response: HTTPResponse) { add("response \(response.statusCode)") }
+    func task(_ task: TransferTask, willRedirectFrom from: URL, to: URL, statusCode: Int) {
+        add("redirect \(statusCode) \(from.path) -> \(to.path)")
+    }
+    func task(_ task: TransferTask, didCompleteWith metrics: TaskMetrics?, error: TransferError?) {
+        add("completed \(error.map { "\($0.code)" } ?? "ok")")
+    }
+    func taskDidCancel(_ task: TransferTask) { add("cancelled") }
+}
+
+/// The lifecycle events, without the metrics-derived phases (which depend
+/// on whether a connection was reused).
+private func lifecycle(_ events: [String]) -> [String] {
+    events.filter { !["dns", "connect", "tls"].contains($0) }
+}
+
+@Suite("Event monitors over real sockets", .serialized)
+struct EventMonitorTests {
+    @Test("two monitors on different queues get created, resumed, response, completed in order for a 200")
+    func twoMonitorsSeeTheSameEvents() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let first = RecordingMonitor(label: "monitor.first")
+        let second = RecordingMonitor(label: "monitor.second")
+        let session = try makeSession { $0.eventMonitors = [first] }
+        defer { session.invalidateAndCancel() }
+        session.addEventMonitor(second)
+
+        let (data, _) = try await session.data(for: Request(url: server.url("/bytes/1024")))
+
+        #expect(data.count == 1024)
+        try await Wait.until("both monitors see the completion") {
+            first.events.last == "completed ok" && second.events.last == "completed ok"
+        }
+        #expect(lifecycle(first.events) == ["created", "resumed", "response 200", "completed ok"])
+        #expect(first.events == second.events)
+        // A fresh connection to 127.0.0.1: connect is reported, TLS is not.
+        #expect(first.events.contains("connect"))
+        #expect(!first.events.contains("tls"))
+        #expect(first.misdelivered == 0 && second.misdelivered == 0)
+    }
+
+    @Test("redirects followed by the engine and by a redirect hook are reported hop by hop, before the response")
+    func redirectsAreReported() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let expected = [
+            "created", "resumed", "redirect 302 /redirect/2 -> /redirect/1", "redirect 302 /redirect/1 -> /redirect/0",
+            "response 200", "completed ok",
+        ]
+
+        for throughHook in [false, true] {
+            let first = RecordingMonitor(label: "monitor.first")
+            let second = RecordingMonitor(label: "monitor.second")
+            let session = try makeSession { $0.eventMonitors = [first, second] }
+            defer { session.invalidateAndCancel() }
+            if throughHook {
+                // Redirects then go through Swift (TransferTask.followRedirect).
+                session.hooks.taskWillPerformHTTPRedirection = { _, _, _, request in request }
+            }
+
+            let (_, response) = try await session.data(for: Request(url: server.url("/redirect/2")))
+
+            #expect(response.statusCode == 200)
+            try await Wait.until("the completion reaches both monitors") {
+                first.events.last == "completed ok" && second.events.last == "completed ok"
+            }
+            #expect(lifecycle(first.events) == expected, "through the hook: \(throughHook)")
+            #expect(first.events == second.events)
+        }
+    }
+
+    @Test("a failed transfer reaches both monitors as completed with its error")
+    func failureIsReported() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let first = RecordingMonitor(label: "monitor.first")
+        let second = RecordingMonitor(label: "monitor.second")
+        let session = try makeSession { $0.eventMonitors = [first, second] }
+        defer { session.invalidateAndCancel() }
+
+        var thrown: TransferError?
+        do {
+            _ = try await session.data(for: Request(url: server.url("/truncate/4000")))
+        } catch {
+            thrown = error
+        }
+
+        #expect(thrown?.code == .truncatedResponse)
+        try await Wait.until("the completion reaches both monitors") {
+            first.events.last?.hasPrefix("completed") == true && second.events.last?.hasPrefix("completed") == true
+        }
+        #expect(lifecycle(first.events) == ["created", "resumed", "response 200", "completed truncatedResponse"])
+        #expect(first.events == second.events)
+    }
+
+    @Test("a cancelled transfer reports cancelled, then completed with the cancel")
+    func cancelIsReported() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let first = RecordingMonitor(label: "monitor.first")
+        let second = RecordingMonitor(label: "monitor.second")
+        let session = try makeSession { $0.eventMonitors = [first, second] }
+        defer { session.invalidateAndCancel() }
+        let done = Atomic<Bool>(false)
+        let task = session.dataTask(with: Request(url: server.url("/hold/200000?gate=monitors&after=1000"))) { _, _, _ in
+            done.store(true, ordering: .releasing)
+        }
+
+        task.resume()
+        try await Wait.until("the response head reaches the monitor") { first.events.contains("response 200") }
+        task.cancel()
+
+        try await Wait.until("the task completes") { done.load(ordering: .acquiring) }
+        try await Wait.until("the completion reaches both monitors") {
+            first.events.last?.hasPrefix("completed") == true && second.events.last?.hasPrefix("completed") == true
+        }
+        #expect(lifecycle(first.events) == ["created", "resumed", "response 200", "cancelled", "completed cancelled"])
+        #expect(first.events == second.events)
+        server.openGate("monitors")
+    }
+
+    @Test("a session without monitors hands out no event; one added later gets the next task's")
+    func noMonitorNoCalls() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+
+        _ = try await session.data(for: Request(url: server.url("/bytes/1024")))
+
+        #expect(!session.hasEventMonitors)
+        #expect(session.observation.dispatchedEvents == 0)
+
+        let late = RecordingMonitor(label: "monitor.late")
+        session.addEventMonitor(late)
+        _ = try await session.data(for: Request(url: server.url("/bytes/1024")))
+
+        #expect(session.hasEventMonitors)
+        try await Wait.until("the late monitor sees the completion") { late.events.last == "completed ok" }
+        #expect(lifecycle(late.events) == ["created", "resumed", "response 200", "completed ok"])
+        #expect(session.observation.dispatchedEvents > 0)
+    }
+
+    @Test("over HTTPS the TLS handshake is reported between connect and completion")
+    func tlsIsReported() async throws {
+        let nginx = try NginxFixture.shared()
+        let monitor = RecordingMonitor(label: "monitor.tls")
+        let session = try makeSession {
+            $0.caFile = nginx.caFile
+            $0.eventMonitors = [monitor]
+        }
+        defer { session.invalidateAndCancel() }
+
+        let (_, response) = try await session.data(for: Request(url: nginx.url(.https, "/")))
+
+        #expect(response.statusCode > 0)
+        try await Wait.until("the completion reaches the monitor") { monitor.events.last?.hasPrefix("completed") == true }
+        let events = monitor.events
+        let connect = try #require(events.firstIndex(of: "connect"))
+        let tls = try #require(events.firstIndex(of: "tls"))
+        #expect(connect < tls)
+    }
+}
