@@ -41,6 +41,15 @@ private final class RecordingMonitor: EventMonitor {
         add("completed \(error.map { "\($0.code)" } ?? "ok")")
     }
     func taskDidCancel(_ task: TransferTask) { add("cancelled") }
+    func task(_ task: TransferTask, didAdaptRequest request: Request, result: Result<Request, TransferError>) {
+        switch result {
+        case .success: add("adapted")
+        case .failure(let error): add("adapt failed \(error.code)")
+        }
+    }
+    func task(_ task: TransferTask, willRetry attempt: Int, after error: TransferError) {
+        add("retry \(attempt) \(error.code)")
+    }
 }
 
 /// The lifecycle events, without the metrics-derived phases (which depend
@@ -195,5 +204,33 @@ struct EventMonitorTests {
         let connect = try #require(events.firstIndex(of: "connect"))
         let tls = try #require(events.firstIndex(of: "tls"))
         #expect(connect < tls)
+    }
+
+    @Test("an interceptor's adaptations and retries reach every monitor, the retry before the attempt it starts")
+    func retriesAreReported() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let first = RecordingMonitor(label: "monitor.retry.first")
+        let second = RecordingMonitor(label: "monitor.retry.second")
+        let policy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(1), maximumDelay: .milliseconds(2))
+        let session = try makeSession {
+            $0.interceptor = policy
+            $0.eventMonitors = [first, second]
+        }
+        defer { session.invalidateAndCancel() }
+
+        let (_, response) = try await session.data(for: Request(url: server.url("/flaky/1?key=monitored")))
+
+        #expect(response.statusCode == 200)
+        try await Wait.until("both monitors see the completion") {
+            first.events.last == "completed ok" && second.events.last == "completed ok"
+        }
+        let events = lifecycle(first.events)
+        #expect(events.filter { $0 == "adapted" }.count == 2)
+        let retry = try #require(events.firstIndex(of: "retry 1 unacceptableStatusCode"))
+        let lastAdapt = try #require(events.lastIndex(of: "adapted"))
+        let ok = try #require(events.lastIndex(of: "response 200"))
+        #expect(retry < lastAdapt && lastAdapt < ok)
+        #expect(first.events == second.events)
     }
 }

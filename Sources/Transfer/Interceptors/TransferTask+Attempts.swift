@@ -155,6 +155,7 @@ extension TransferTask {
                     task.complete(error: error, outcome: outcome)
                 }
             case .retry, .retryAfter:
+                session.observation.task(self, willRetry: count, after: failure)
                 // What the failed attempt produced goes before the wait: a
                 // cancel during it must not leave it behind either.
                 onDelegateQueue { $0.discardFailedAttempt() }
@@ -182,11 +183,13 @@ extension TransferTask {
         } catch {
             let failure = TransferError(.requestAdaptationFailed, "the adapter failed the request: \(error)",
                                         url: originalRequest.url, underlying: error)
+            session.observation.task(self, didAdapt: originalRequest, result: .failure(failure))
             onDelegateQueue { task in
                 if task.core.withLock({ $0.life.endAttempts() }) { task.complete(error: failure, outcome: nil) }
             }
             return
         }
+        session.observation.task(self, didAdapt: originalRequest, result: .success(adapted))
         onDelegateQueue { task in
             guard task.core.withLock({ $0.life.attemptReady() }) else { return }
             _ = task.attempts.begin()
