@@ -44,6 +44,11 @@ typedef enum ct_http_version {
 #define CT_FLAG_NO_DECOMPRESS     (1u << 5)  /* do not ask for gzip etc. */
 #define CT_FLAG_FAIL_ON_RANGE_IGNORED (1u << 6)
 #define CT_FLAG_NO_PREALLOCATE    (1u << 7)
+/* Cookies (ct_cookies.h), with the loop's cookie_jar: send the jar's
+ * cookies and store what responses set; or READ_ONLY: send them, store
+ * nothing. Neither: no cookie is sent or stored. */
+#define CT_FLAG_COOKIES           (1u << 8)
+#define CT_FLAG_COOKIES_READ_ONLY (1u << 9)
 
 struct ct_transfer_spec {
   const char *_Nullable url;         /* http or https only; required */

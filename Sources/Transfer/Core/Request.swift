@@ -45,7 +45,10 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     /// Seconds the whole transfer may take (0: no limit beyond the session's).
     public var timeoutInterval: TimeInterval
     public var cachePolicy: CachePolicy
+    /// Send the session's cookies and store the ones the response sets (default true).
     public var httpShouldHandleCookies: Bool
+    /// The page this request is for, which ``CookieStore/AcceptPolicy/onlyFromMainDocumentDomain`` compares with.
+    public var mainDocumentURL: URL?
 
     public init(url: URL, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: Body? = nil,
                 timeoutInterval: TimeInterval = 0, cachePolicy: CachePolicy = .useProtocolCachePolicy)

@@ -69,11 +69,16 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// ``TransferError/trustFailureReason`` `.challengeTimedOut`; an answer
     /// that comes later is ignored. Values below 1 ms count as 1 ms.
     public var serverTrustChallengeTimeout: TimeInterval = 5
+    /// The cookies the session sends and stores. The default,
+    /// ``CookieStore/perSession``, gives each session a fresh, empty store of
+    /// its own (``SessionManager/cookieStore``); a store may also be shared by
+    /// sessions; nil: no cookie is sent or stored.
+    public var cookieStore: CookieStore? = CookieStore.perSession
 
     public init() {}
 
     /// The defaults of URLSessionConfiguration.default.
     public static var `default`: SessionConfiguration { SessionConfiguration() }
-    /// No persistent state: Transfer keeps none anyway (no cookie jar, no cache).
+    /// No persistent state: cookies stay in the session's own in-memory store, no cache.
     public static var ephemeral: SessionConfiguration { SessionConfiguration() }
 }

@@ -280,6 +280,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         let response = HTTPResponse(url: url, statusCode: head.status,
                                     headers: head.headers, httpVersion: head.httpVersion)
         core.withLock { $0.response = response }
+        session.noteCookies(of: response, for: originalRequest)   // Cookies/SessionManager+Cookies.swift
         guard needsResponseEvent() else { return }
         session.mailbox.post { [self] in
             didReceiveResponse(response)
