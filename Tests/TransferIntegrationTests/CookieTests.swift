@@ -106,6 +106,35 @@ struct CookieTests {
         #expect(store.cookies(for: URL(string: "https://plain.test/")!).map(\.name).sorted() == ["p", "s"])
     }
 
+    @Test("over https (socat TLS in front of TestServer) a Secure cookie is stored and sent, never over http",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: TLSFront.socatPath), "socat is not installed"))
+    func secureOverHTTPS() async throws {
+        let factory = try CertificateFactory.shared()
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let front = try TLSFront(backendPort: UInt16(server.url("/").port!),
+                                 certificateChain: try factory.serverChainFile(for: factory.leaf).path,
+                                 key: factory.leaf.keyFile.path)
+        defer { front.stop() }
+        let httpPort = server.url("/").port!
+        var configuration = SessionConfiguration()
+        configuration.caFile = factory.root.certificateFile.path
+        configuration.resolve = ["www.pin.test:\(front.port):127.0.0.1", "www.pin.test:\(httpPort):127.0.0.1"]
+        let session = try SessionManager(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        var components = URLComponents(string: "https://www.pin.test:\(front.port)/response-headers")!
+        components.queryItems = [URLQueryItem(name: "Set-Cookie", value: "sec=1; Secure; SameSite=None; Path=/")]
+
+        _ = try await session.data(for: Request(url: components.url!))
+
+        let https = URL(string: "https://www.pin.test:\(front.port)/echo")!
+        let http = URL(string: "http://www.pin.test:\(httpPort)/echo")!
+        #expect(try await sentCookie(session, https) == "sec=1")
+        #expect(try await sentCookie(session, http) == nil)
+        let cookie = try #require(session.cookieStore?.cookies.first)
+        #expect(cookie.isSecure && cookie.sameSite == Cookie.SameSite.none)
+    }
+
     @Test("an expired cookie is dropped and Max-Age=0 deletes a stored one")
     func expiryAndMaxAgeZero() async throws {
         let server = try await TestServer.start()
@@ -153,6 +182,8 @@ struct CookieTests {
 
         #expect(store.cookies.map(\.name) == ["byhand"])
         #expect(try await sentCookie(session, server.url("/echo")) == "byhand=1")
+        // The easy handle that held the read-only copy is reused: nothing of it is left.
+        #expect(try await sentCookie(session, server.url("/echo"), handle: false) == nil)
     }
 
     @Test("policy onlyFromMainDocumentDomain: stored only when the host is the main document's")
