@@ -274,6 +274,35 @@ struct CookieTests {
         #expect(try await sentCookie(session, server.url("/echo"))?.contains("ok=1") == true)
     }
 
+    @Test("the store is safe from other threads while two sessions' transfers use it")
+    func concurrentUse() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let store = CookieStore()
+        var configuration = SessionConfiguration()
+        configuration.cookieStore = store
+        let one = try SessionManager(configuration: configuration)
+        defer { one.invalidateAndCancel() }
+        let two = try SessionManager(configuration: configuration)
+        defer { two.invalidateAndCancel() }
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<8 {
+                group.addTask { try await self.set(i % 2 == 0 ? one : two, server, "t\(i)=\(i)") }
+                group.addTask {
+                    try store.setCookie(Cookie(name: "api\(i)", value: "\(i)", domain: "127.0.0.1"))
+                    _ = store.cookies(for: server.url("/echo"))
+                    store.deleteCookie(Cookie(name: "api\(i)", value: "", domain: "127.0.0.1"))
+                }
+            }
+            try await group.waitForAll()
+        }
+
+        let names = Set(store.cookies.map(\.name))
+        #expect(names == Set((0..<8).map { "t\($0)" }))
+        #expect(try await sentCookie(two, server.url("/echo"))?.split(separator: ";").count == 8)
+    }
+
     @Test("deleteCookie, removeCookies(since:) and resetCookies change what is sent")
     func deletion() async throws {
         let server = try await TestServer.start()
