@@ -118,8 +118,11 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
         if hasControl(value) || value.contains(";") {
             return "the value of cookie \(name.debugDescription) has a control character or ';'"
         }
-        if domain.isEmpty || domain.hasPrefix(".") || hasControl(domain)
-            || domain.contains(where: { " /;".contains($0) })
+        // A host name or an IP literal (non-ASCII allowed for IDNs); a '#' first would
+        // make the file line a comment.
+        let hostCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:[]".unicodeScalars)
+        if domain.isEmpty || domain.hasPrefix(".")
+            || domain.unicodeScalars.contains(where: { $0.isASCII && !hostCharacters.contains($0) })
         {
             return "the cookie domain \(domain.debugDescription) is not a host name"
         }
