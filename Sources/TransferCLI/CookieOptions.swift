@@ -30,7 +30,8 @@ enum CookieOptions {
                     do throws(TransferError) {
                         store = try CookieStore(contentsOf: URL(fileURLWithPath: argument))
                     } catch {
-                        throw Failure(error.code == .fileError ? .localFile : .invalidRequest, "--cookie: \(error.message)")
+                        let status: ExitStatus = error.code == .fileError ? .localFile : .invalidRequest
+                        throw Failure(status, "--cookie: \(error.message)")
                     }
                 }
             }

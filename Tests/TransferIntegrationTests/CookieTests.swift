@@ -264,7 +264,8 @@ struct CookieTests {
         defer { session.invalidateAndCancel() }
 
         try await set(session, server, "=novalue", ";;;", "noequals", "x=1; Domain=.", "y=2; Domain=not-my-host.test",
-                      "z=3; Expires=garbage; Max-Age=abc; Path", "\u{7f}bad=1", String(repeating: "k", count: 6000) + "=v",
+                      "z=3; Expires=garbage; Max-Age=abc; Path", "\u{7f}bad=1",
+                      String(repeating: "k", count: 6000) + "=v",
                       "ok=1")
 
         let names = session.cookieStore?.cookies.map(\.name) ?? []

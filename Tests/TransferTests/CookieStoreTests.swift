@@ -114,7 +114,9 @@ struct CookieStoreTests {
     @Test("the per-session placeholder is not a store; a session gets its own")
     func placeholder() throws {
         #expect(SessionConfiguration().cookieStore === CookieStore.perSession)
-        #expect(throws: Never.self) { try CookieStore.perSession.setCookie(Cookie(name: "a", value: "1", domain: "h.test")) }
+        #expect(throws: Never.self) {
+            try CookieStore.perSession.setCookie(Cookie(name: "a", value: "1", domain: "h.test"))
+        }
         #expect(CookieStore.perSession.cookies.isEmpty)
     }
 }

@@ -120,7 +120,8 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
         }
         // A host name or an IP literal (non-ASCII allowed for IDNs); a '#' first would
         // make the file line a comment.
-        let hostCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:[]".unicodeScalars)
+        let hostCharacters = Set(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:[]".unicodeScalars)
         if domain.isEmpty || domain.hasPrefix(".")
             || domain.unicodeScalars.contains(where: { $0.isASCII && !hostCharacters.contains($0) })
         {

@@ -47,10 +47,12 @@ extension CookieStore {
     /// comments (except `#HttpOnly_`), at most curl's line length.
     static func cookieFileLines(_ data: Data, name: String) throws(TransferError) -> [String] {
         guard data.count <= maximumCookieFileSize else {
-            throw TransferError(.invalidRequest, "the cookie file \(name) is larger than \(maximumCookieFileSize) bytes")
+            throw TransferError(.invalidRequest,
+                                "the cookie file \(name) is larger than \(maximumCookieFileSize) bytes")
         }
         guard !data.contains(0), let text = String(data: data, encoding: .utf8) else {
-            throw TransferError(.invalidRequest, "the cookie file \(name) is not a text file (NUL byte or invalid UTF-8)")
+            throw TransferError(.invalidRequest,
+                                "the cookie file \(name) is not a text file (NUL byte or invalid UTF-8)")
         }
         return text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).compactMap { raw in
             let line = String(raw)   // as it is: a TAB may end an empty value
