@@ -135,6 +135,38 @@ struct CookieTests {
         #expect(cookie.isSecure && cookie.sameSite == Cookie.SameSite.none)
     }
 
+    @Test("a store shared by sessions never lets one resume another's TLS session past its pins (nginx)",
+          .enabled(if: NginxFixture.isInstalled, "nginx is not installed"))
+    func sharedStoreKeepsTLSSessionsApart() async throws {
+        // The jar's share also caches TLS sessions, and a resumed session skips the
+        // certificate (and the pin check). Both sessions below reach trust generation 2,
+        // so only the per-loop generation base keeps their CAINFO markers apart.
+        let nginx = try NginxFixture.shared()
+        let file = try nginx.ensureFile(size: 1024, seed: 61)
+        var configuration = SessionConfiguration()
+        configuration.cookieStore = CookieStore()
+        configuration.caFile = nginx.caFile
+        configuration.httpVersion = .http1_1
+        let trusting = try SessionManager(configuration: configuration)
+        defer { trusting.invalidateAndCancel() }
+        try trusting.setSecurityPolicy(.defaultPolicy)
+        let (_, ok) = try await trusting.data(for: Request(url: nginx.url(.https, file.path)))
+        #expect(ok.statusCode == 200)
+
+        let pinning = try SessionManager(configuration: configuration)
+        defer { pinning.invalidateAndCancel() }
+        var policy = SecurityPolicy.policy(pinningMode: .publicKey)
+        policy.pinnedPublicKeyHashes = ["sha256//" + Data(repeating: 1, count: 32).base64EncodedString()]
+        try pinning.setSecurityPolicy(policy)
+
+        do {
+            _ = try await pinning.data(for: Request(url: nginx.url(.https, file.path)))
+            Issue.record("a wrong pin was accepted: a TLS session of the other session was resumed")
+        } catch {
+            #expect(error.code == .serverTrustRejected)
+        }
+    }
+
     @Test("an expired cookie is dropped and Max-Age=0 deletes a stored one")
     func expiryAndMaxAgeZero() async throws {
         let server = try await TestServer.start()
