@@ -321,6 +321,10 @@ ct_code cti_proxy_create(struct cti_transfer *t,
                          const struct ct_transfer_spec *spec);
 /* The proxy options of t's easy handle (loop thread, in setup). */
 CURLcode cti_proxy_setup(struct cti_transfer *t);
+/* ct_cookies.c: the handle's share and cookie engine for its flags. */
+CURLcode cti_cookies_setup(struct cti_transfer *t);
+/* ct_cookies.c: the handle forgets its cookie files and private list. */
+void cti_cookies_done(struct cti_transfer *t);
 /* The status with which a proxy refused the transfer: a CONNECT answered
  * with other than 2xx, or (explicit proxies only) a 407 to a forwarded
  * request; 0 when none. Fills t->errbuf when curl left it empty. */

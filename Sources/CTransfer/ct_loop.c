@@ -9,6 +9,7 @@
 #include "ct_internal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #define MAX_EVENTS 256
+
+static _Atomic uint64_t trust_generation_base;
 
 void ct_loop_config_init(struct ct_loop_config *config)
 {
@@ -213,6 +216,7 @@ static void loop_free(struct ct_loop *loop)
     curl_multi_cleanup(loop->multi);
   if(loop->share)
     curl_share_cleanup(loop->share);
+  ct_cookie_jar_release(loop->config.cookie_jar);   /* no handle left */
   free(loop->sockets);           /* after curl closed every connection */
   cti_tls_state_free(loop->tls);
   if(loop->epfd >= 0)
@@ -268,6 +272,13 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
   loop->rate_timerfd = -1;
   pthread_mutex_init(&loop->lock, NULL);
   loop->config = *config;
+  if(config->cookie_jar)
+    ct_cookie_jar_retain(config->cookie_jar);   /* loop_free releases it */
+  /* Trust generations unique among loops: TLS sessions in a cookie jar
+   * shared by several loops match only the loop that made them (the
+   * CAINFO marker names the generation, ct_request.c). */
+  loop->trust_generation = atomic_fetch_add(&trust_generation_base,
+                                            (uint64_t)1 << 32);
   {
     const char *trace = getenv("CT_TRACE_PHASES");
     loop->trace_phases = trace && trace[0] == '1';

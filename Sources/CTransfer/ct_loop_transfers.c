@@ -87,6 +87,7 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
   }
   cti_transfer_set_phase(t, CT_PHASE_DONE, "retired");
   if(t->easy) {
+    cti_cookies_done(t);   /* ct_cookies.c: before the pool resets it */
     cti_easy_give_back(loop, t->easy, clean);
     t->easy = NULL;
   }

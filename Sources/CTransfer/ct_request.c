@@ -141,6 +141,9 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
   SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   SETOPT(CURLOPT_SHARE, t->loop->share);
+  sc = cti_cookies_setup(t);   /* ct_cookies.c: share and cookie engine */
+  if(sc != CURLE_OK)
+    goto badopt;
   SETOPT(CURLOPT_WRITEFUNCTION, cti_write_cb);
   SETOPT(CURLOPT_WRITEDATA, t);
   SETOPT(CURLOPT_HEADERFUNCTION, cti_header_cb);

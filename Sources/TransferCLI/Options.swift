@@ -106,6 +106,16 @@ struct Options: ParsableArguments {
     @Flag(name: .customLong("http2"), help: "Prefer HTTP/2.")
     var http2 = false
 
+    // MARK: Cookies (CookieOptions)
+
+    @Option(name: [.customShort("b"), .customLong("cookie")],
+            help: "\"NAME=VALUE; N2=V2\" sent as is, or (no '=') a Netscape cookie FILE to start from.")
+    var cookie: String?
+
+    @Option(name: [.customShort("c"), .customLong("cookie-jar")],
+            help: "Write every cookie of the run to FILE (Netscape format) at the end.")
+    var cookieJar: String?
+
     // MARK: Proxy (ProxyOptions)
 
     @Option(name: [.customShort("x"), .customLong("proxy")],

@@ -80,6 +80,8 @@ struct RunPlan: Sendable {
     var features: FeatureOptions
     /// `--clobber`: a remote name may replace an existing file.
     var clobber = false
+    /// `-c FILE`: where the run's cookies are written at the end.
+    var cookieJarPath: String?
 
     /// A plan failure: exit 2 for usage errors, 3 for unreadable inputs.
     static func make(verb: any Verb) throws(Failure) -> RunPlan {
@@ -294,6 +296,7 @@ struct RunPlan: Sendable {
         }
         configuration.resolve = options.resolve
         if let proxy = try ProxyOptions.setting(options) { configuration.proxy = proxy }
+        let cookies = try CookieOptions.apply(options, to: &configuration)
 
         // Trust.
         if let cacert = options.cacert {
@@ -346,7 +349,7 @@ struct RunPlan: Sendable {
         return RunPlan(jobs: jobs, configuration: configuration, body: body, acceptStatus: accept, print: selection,
                        parallel: options.parallel, progress: style, metricsPath: options.metrics,
                        verbose: options.verbose && !options.silent, silent: options.silent, features: features,
-                       clobber: options.clobber)
+                       clobber: options.clobber, cookieJarPath: cookies)
     }
 
     /// `STRING` or `@FILE` (`@-` is stdin); a file body is streamed from disk.

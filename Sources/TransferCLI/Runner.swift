@@ -98,6 +98,11 @@ final class Runner: Sendable {
             Terminal.note(failure.line(url: job.urlString))
             if exitCode == 0 { exitCode = failure.status.rawValue }
         }
+        // -c FILE: after every transfer, with all the cookies of the run.
+        if let failure = CookieOptions.writeJar(session, to: plan.cookieJarPath) {
+            Terminal.note(failure.line(url: plan.cookieJarPath ?? ""))
+            if exitCode == 0 { exitCode = failure.status.rawValue }
+        }
         return exitCode
     }
 

@@ -5,6 +5,7 @@
 #include "ct_counters.h"
 #include "ct_transfer.h"
 #include "ct_loop.h"
+#include "ct_cookies.h"
 #include "ct_tls.h"
 #include "ct_digest.h"
 #include "ct_netlink.h"

@@ -12,6 +12,8 @@
 
 #include "ct_transfer.h"
 
+struct ct_cookie_jar;   /* ct_cookies.h */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -97,6 +99,9 @@ struct ct_loop_config {
    * loop is created) prints each change to stderr. */
   void (*_Nullable on_phase)(void *_Nullable batch_ctx,
                              const struct ct_phase_event *_Nonnull event);
+  /* The cookie jar of transfers with CT_FLAG_COOKIES(_READ_ONLY); NULL:
+   * none. The loop holds a reference (ct_cookie_jar_retain) until freed. */
+  struct ct_cookie_jar *_Nullable cookie_jar;
 };
 
 void ct_loop_config_init(struct ct_loop_config *_Nonnull config);

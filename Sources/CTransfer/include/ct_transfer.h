@@ -48,6 +48,11 @@ typedef enum ct_http_version {
  * lines only, credentials redacted); without it no debug function is
  * installed at all. A high bit, away from the flags others add. */
 #define CT_FLAG_TRACE             (1u << 16)
+/* Cookies (ct_cookies.h), with the loop's cookie_jar: send the jar's
+ * cookies and store what responses set; or READ_ONLY: send them, store
+ * nothing. Neither: no cookie is sent or stored. */
+#define CT_FLAG_COOKIES           (1u << 8)
+#define CT_FLAG_COOKIES_READ_ONLY (1u << 9)
 
 struct ct_transfer_spec {
   const char *_Nullable url;         /* http or https only; required */

@@ -71,7 +71,9 @@ final class Engine: Sendable {
     /// Events for the session's delegate queue, flushed after each loop pass.
     let mailbox: Mailbox
 
-    init(configuration: SessionConfiguration, delegateQueue: DispatchQueue) throws(TransferError) {
+    init(configuration: SessionConfiguration, delegateQueue: DispatchQueue,
+         cookieStore: CookieStore? = nil) throws(TransferError)
+    {
         mailbox = Mailbox(queue: delegateQueue)
         var config = ct_loop_config()
         ct_loop_config_init(&config)
@@ -86,6 +88,14 @@ final class Engine: Sendable {
         config.multiplex = configuration.httpVersion == .http1_1 ? 0 : 1
         config.max_total_recv_speed = configuration.maxTotalReceiveSpeed
         config.max_total_send_speed = configuration.maxTotalSendSpeed
+        if let cookieStore {
+            // The loop retains the jar; a store whose jar could not be made cannot start a session.
+            guard let jar = cookieStore.jar else {
+                Unmanaged.passUnretained(mailbox).release()
+                throw TransferError(.internalError, "cannot start the transfer engine: the cookie store has no jar")
+            }
+            config.cookie_jar = jar
+        }
         var created: OpaquePointer?
         let code: ct_code = configuration.caFile.withOptionalCString { caFile in
             config.ca_file = caFile

@@ -45,6 +45,7 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     /// Seconds the whole transfer may take (0: no limit beyond the session's).
     public var timeoutInterval: TimeInterval
     public var cachePolicy: CachePolicy
+    /// Send the session's cookies and store the ones the response sets (default true).
     public var httpShouldHandleCookies: Bool
     /// This request's own interceptor, run after the session's
     /// (``SessionConfiguration/interceptor``).
@@ -53,6 +54,8 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
         set { interceptorReference = newValue.map(InterceptorReference.init) }
     }
     private var interceptorReference: InterceptorReference?
+    /// The page this request is for, which ``CookieStore/AcceptPolicy/onlyFromMainDocumentDomain`` compares with.
+    public var mainDocumentURL: URL?
 
     public init(url: URL, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: Body? = nil,
                 timeoutInterval: TimeInterval = 0, cachePolicy: CachePolicy = .useProtocolCachePolicy)

@@ -80,11 +80,16 @@ public struct SessionConfiguration: Sendable, Hashable {
 
     /// ``logger`` and ``eventMonitors`` (SessionConfiguration+Logging.swift).
     var observation = ObservationSettings()
+    /// The cookies the session sends and stores. The default,
+    /// ``CookieStore/perSession``, gives each session a fresh, empty store of
+    /// its own (``SessionManager/cookieStore``); a store may also be shared by
+    /// sessions; nil: no cookie is sent or stored.
+    public var cookieStore: CookieStore? = CookieStore.perSession
 
     public init() {}
 
     /// The defaults of URLSessionConfiguration.default.
     public static var `default`: SessionConfiguration { SessionConfiguration() }
-    /// No persistent state: Transfer keeps none anyway (no cookie jar, no cache).
+    /// No persistent state: cookies stay in the session's own in-memory store, no cache.
     public static var ephemeral: SessionConfiguration { SessionConfiguration() }
 }

@@ -12,6 +12,8 @@ import Synchronization
 /// nothing services the main queue in a Linux server).
 public final class SessionManager: Sendable {
     public let configuration: SessionConfiguration
+    /// The session's cookies (the configuration's store, or its own fresh one); nil: none.
+    public let cookieStore: CookieStore?
     let engine: Engine
     /// Serial queue for hooks, delegate calls and progress closures.
     public let delegateQueue: DispatchQueue
@@ -65,7 +67,8 @@ public final class SessionManager: Sendable {
         self.configuration = configuration
         let label = "transfer.session.\(ObjectIdentifier(Self.self).hashValue)"
         delegateQueue = DispatchQueue(label: label + ".delegate")
-        engine = try Engine(configuration: configuration, delegateQueue: delegateQueue)
+        cookieStore = configuration.cookieStore.map { $0.isPlaceholder ? CookieStore() : $0 }
+        engine = try Engine(configuration: configuration, delegateQueue: delegateQueue, cookieStore: cookieStore)
         mailbox = engine.mailbox
         observation = SessionObservation(configuration.observation)
         temporaryDirectory = URL(fileURLWithPath: TemporaryFolder.path(), isDirectory: true)
@@ -656,6 +659,7 @@ public final class SessionManager: Sendable {
         }
         if request.method == .head { flags |= UInt32(CT_FLAG_NO_BODY) }
         if !configuration.acceptsCompressedResponses { flags |= UInt32(CT_FLAG_NO_DECOMPRESS) }
+        flags |= cookieFlags(for: request)   // Cookies/SessionManager+Cookies.swift
         spec.flags = flags
         spec.max_redirects = Int64(configuration.maxRedirects)
         spec.max_decode_ratio = max(0, configuration.maximumDecompressionRatio)

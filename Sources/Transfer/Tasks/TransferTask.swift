@@ -293,6 +293,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                                     headers: head.headers, httpVersion: head.httpVersion)
         core.withLock { $0.response = response }
         session.observation.task(self, didReceive: response)
+        session.noteCookies(of: response, for: originalRequest)   // Cookies/SessionManager+Cookies.swift
         guard needsResponseEvent() else { return }
         session.mailbox.post { [self] in
             didReceiveResponse(response)
