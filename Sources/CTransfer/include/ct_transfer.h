@@ -44,6 +44,9 @@ typedef enum ct_http_version {
 #define CT_FLAG_NO_DECOMPRESS     (1u << 5)  /* do not ask for gzip etc. */
 #define CT_FLAG_FAIL_ON_RANGE_IGNORED (1u << 6)
 #define CT_FLAG_NO_PREALLOCATE    (1u << 7)
+#define CT_FLAG_NO_PROGRESS       (1u << 8)  /* no on_progress and no send
+                                              * counting: libcurl's
+                                              * NOPROGRESS stays on */
 
 struct ct_transfer_spec {
   const char *_Nullable url;         /* http or https only; required */
