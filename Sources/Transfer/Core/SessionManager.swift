@@ -20,6 +20,8 @@ public final class SessionManager: Sendable {
     let mailbox: Mailbox
     private let state: Protected<State>
     private static let identifiers = Atomic<Int>(0)
+    /// No hook and no delegate: requests may take the fast path (``usesFastPath``).
+    let fastPathOpen = Atomic<Bool>(true)
 
     struct State {
         var tasks: [Int: TransferTask] = [:]
@@ -67,6 +69,7 @@ public final class SessionManager: Sendable {
             let (changed, policy, failedClosed) = state.withLock { state -> (Bool, SecurityPolicy, Bool) in
                 let had = state.hooks.sessionDidReceiveChallenge != nil
                 state.hooks = newValue
+                fastPathOpen.store(Self.allowsFastPath(hooks: newValue, delegate: state.delegate), ordering: .relaxed)
                 return (had != (newValue.sessionDidReceiveChallenge != nil), state.securityPolicy,
                         state.securityPolicyError != nil)
             }
@@ -87,7 +90,12 @@ public final class SessionManager: Sendable {
     /// Held strongly until the session is invalidated, as URLSession does.
     public var delegate: (any SessionDelegate)? {
         get { state.withLock { $0.delegate } }
-        set { state.withLock { $0.delegate = newValue } }
+        set {
+            state.withLock { state in
+                state.delegate = newValue
+                fastPathOpen.store(Self.allowsFastPath(hooks: state.hooks, delegate: newValue), ordering: .relaxed)
+            }
+        }
     }
 
     /// The server-trust policy checked in the handshake of every new TLS
@@ -625,9 +633,13 @@ public final class SessionManager: Sendable {
             state.invalidated = true
             return Array(state.tasks.values)
         }
+        // Requests on the fast path are not tasks: none starts from now on,
+        // and those running are cancelled with the tasks.
+        let fast = engine.pass.registry.close()
         guard let pending else { return }
         if cancelPendingTasks {
             for task in pending { task.cancel() }
+            for work in fast { work.cancel() }
         }
         notifyIfIdle()
     }
