@@ -119,11 +119,6 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         }
     }
 
-    /// Finishes without the engine (cancelled before submit, or refused).
-    func finishLocally(_ error: TransferError) {
-        outcome = BatchResult(index: index, result: .failure(error), metrics: nil, bytesReceived: 0)
-    }
-
     // MARK: - Engine events (loop thread)
 
     override func engineDidReceiveResponse(_ head: UnsafePointer<ct_response_head>) {

@@ -156,41 +156,42 @@ extension SessionManager {
 /// A batch on the fast path: its requests go to the engine a window at a
 /// time (``BatchOptions/maxConcurrentRequests``), each window in one engine
 /// command; finishes come back once per loop pass, which hands their results
-/// over in one chunk and submits the next window.
+/// over in one chunk and submits the next window. A request's engine target
+/// is made when its window goes out and freed when its result is handed over.
 final class BatchRun: FastCancellable, @unchecked Sendable {
-    // @unchecked Sendable: `next`, `inFlight`, `delivered` and `pending`
-    // belong to the thread that calls start() until its first successful
-    // submit, and to the loop thread after it (the engine's queue lock
-    // orders the two); `items` is behind its lock; the rest is immutable.
+    // @unchecked Sendable: `next`, `inFlight`, `delivered`, `pending` and
+    // `finished` belong to the thread that calls start() until its first
+    // successful submit, and to the loop thread after it (the engine's queue
+    // lock orders the two); `inEngine` is behind its lock, `cancelled` atomic;
+    // the rest is immutable.
     let session: SessionManager
     let options: BatchOptions
-    private let count: Int
+    private let requests: [Request]
     private let output: AsyncStream<[BatchResult]>.Continuation
-    /// Every request of the batch; emptied when the batch is done (each
-    /// request holds the run until then).
-    private let items: Protected<[FastRequest]>
+    /// The requests in the engine, by index, for cancel(): one lock per window.
+    private let inEngine = Protected<[Int: FastRequest]>([:])
+    private let cancelled = Atomic<Bool>(false)
     private var next = 0
+    private var inFlight = 0
     private var delivered = 0
     private var pending: [BatchResult] = []
+    /// Indices finished since `inEngine` was last updated.
+    private var finished: [Int] = []
 
     init(session: SessionManager, requests: [Request], options: BatchOptions,
          output: AsyncStream<[BatchResult]>.Continuation)
     {
         self.session = session
         self.options = options
-        self.count = requests.count
+        self.requests = requests
         self.output = output
-        items = Protected([])
-        let made = requests.enumerated().map { FastRequest(session: session, request: $0.element, run: self, index: $0.offset) }
-        items.withLock { $0 = made }
     }
 
     /// Caller's thread: the first window.
     func start() {
         guard session.engine.pass.registry.admit(self) else {
-            for request in items.withLock({ $0 }) {
-                request.finishLocally(SessionManager.invalidatedError(url: request.request.url))
-                record(request)
+            for index in requests.indices {
+                record(index, .failure(SessionManager.invalidatedError(url: requests[index].url)))
             }
             flush()
             return
@@ -200,23 +201,30 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
 
     /// Cancels the requests in the engine; those not started finish as cancelled.
     func cancel() {
-        for request in items.withLock({ $0 }) { request.cancel() }
+        cancelled.store(true, ordering: .sequentiallyConsistent)
+        for request in inEngine.withLock({ Array($0.values) }) { request.cancel() }
     }
 
     /// Loop thread, at the end of the pass `request` finished in.
     func didFinish(_ request: FastRequest) {
         inFlight -= 1
-        record(request)
+        finished.append(request.index)
+        if let outcome = request.takeOutcome() { pending.append(outcome) }
+        delivered += 1
     }
 
-    private func record(_ request: FastRequest) {
-        if let outcome = request.takeOutcome() { pending.append(outcome) }
+    private func record(_ index: Int, _ result: Result<(Data, HTTPResponse), TransferError>) {
+        pending.append(BatchResult(index: index, result: result, metrics: nil, bytesReceived: 0))
         delivered += 1
     }
 
     /// Loop thread, at the end of a pass in which some of this batch finished.
     func passDidEnd() {
-        _ = advance()
+        if !advance() && !finished.isEmpty {
+            let done = finished
+            finished.removeAll(keepingCapacity: true)
+            inEngine.withLock { map in for index in done { map.removeValue(forKey: index) } }
+        }
         flush()
     }
 
@@ -224,42 +232,49 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     /// went to the engine, after which the state belongs to the loop thread.
     private func advance() -> Bool {
         let limit = max(1, options.maxConcurrentRequests)
-        var list: [FastRequest]?
-        while next < count && inFlight < limit {
-            if list == nil { list = items.withLock { $0 } }
-            let window = list![next..<min(count, next + limit - inFlight)]
-            next += window.count
+        while next < requests.count && inFlight < limit {
+            let window = next..<min(requests.count, next + limit - inFlight)
+            next = window.upperBound
+            if cancelled.load(ordering: .sequentiallyConsistent) {
+                for index in window { record(index, .failure(TransferError(.cancelled, "cancelled", url: requests[index].url))) }
+                continue
+            }
             let strings = CStrings()
             defer { strings.free() }
             var specs: [ct_transfer_spec] = []
             var targets: [FastRequest] = []
             specs.reserveCapacity(window.count)
             targets.reserveCapacity(window.count)
-            for request in window {
-                if request.isCancelled {
-                    request.finishLocally(TransferError(.cancelled, "cancelled", url: request.request.url))
-                    record(request)
-                    continue
-                }
+            for index in window {
                 do throws(TransferError) {
-                    specs.append(try session.fastSpec(for: request.request, strings: strings,
+                    specs.append(try session.fastSpec(for: requests[index], strings: strings,
                                                       discardsBody: options.discardsBodies))
-                    targets.append(request)
+                    targets.append(FastRequest(session: session, request: requests[index], run: self, index: index))
                 } catch {
-                    request.finishLocally(error)
-                    record(request)
+                    record(index, .failure(error))
                 }
             }
             if targets.isEmpty { continue }
+            // Listed before they are submitted, so that a cancel() from now on
+            // reaches them; one that came before is seen just after.
+            let done = finished
+            finished.removeAll(keepingCapacity: true)
+            inEngine.withLock { map in
+                for index in done { map.removeValue(forKey: index) }
+                for request in targets { map[request.index] = request }
+            }
+            if cancelled.load(ordering: .sequentiallyConsistent) {
+                for request in targets { request.cancel() }
+            }
             inFlight += targets.count
             switch session.engine.submitBatch(specs, targets: targets) {
             case .failure(let error):
                 inFlight -= targets.count
+                inEngine.withLock { map in for request in targets { map.removeValue(forKey: request.index) } }
                 for request in targets {
                     var error = error
                     error.url = request.request.url
-                    request.finishLocally(error)
-                    record(request)
+                    record(request.index, .failure(error))
                 }
             case .success(let ids):
                 for (request, id) in zip(targets, ids) { request.didSubmit(id: id) }
@@ -269,18 +284,15 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
         return false
     }
 
-    /// Requests in the engine now.
-    private var inFlight = 0
-
     /// Hands this pass's results over, and ends the sequence after the last.
     private func flush() {
         if !pending.isEmpty {
             output.yield(pending)
             pending.removeAll(keepingCapacity: true)
         }
-        if delivered == count {
+        if delivered == requests.count {
             output.finish()
-            items.withLock { $0.removeAll() }
+            inEngine.withLock { $0.removeAll() }
             session.engine.pass.registry.remove(self)
         }
     }
