@@ -139,7 +139,9 @@ void cti_command_drain(struct ct_loop *loop)
     loop->stop = 1;
 }
 
-static ct_code enqueue(struct ct_loop *loop, struct cti_command *c)
+/* Appends the chain `first`..`last` (linked through `next`) in one go. */
+static ct_code enqueue_chain(struct ct_loop *loop, struct cti_command *first,
+                             struct cti_command *last)
 {
   uint64_t one = 1;
   int wake;
@@ -149,12 +151,12 @@ static ct_code enqueue(struct ct_loop *loop, struct cti_command *c)
     return CT_E_SHUTDOWN;
   }
   wake = loop->cmd_head == NULL;
-  c->next = NULL;
+  last->next = NULL;
   if(loop->cmd_tail)
-    loop->cmd_tail->next = c;
+    loop->cmd_tail->next = first;
   else
-    loop->cmd_head = c;
-  loop->cmd_tail = c;
+    loop->cmd_head = first;
+  loop->cmd_tail = last;
   pthread_mutex_unlock(&loop->lock);
   /* One write per batch: later commands of the same batch find the loop
    * already woken. */
@@ -163,6 +165,11 @@ static ct_code enqueue(struct ct_loop *loop, struct cti_command *c)
       ;
   }
   return CT_OK;
+}
+
+static ct_code enqueue(struct ct_loop *loop, struct cti_command *c)
+{
+  return enqueue_chain(loop, c, c);
 }
 
 static ct_code simple_command(struct ct_loop *loop, enum cti_command_kind k,
@@ -226,6 +233,71 @@ ct_code ct_loop_submit(struct ct_loop *loop,
    * may already have run the transfer and freed them. */
   *out_id = id;
   return CT_OK;
+}
+
+ct_code ct_loop_submit_batch(struct ct_loop *loop,
+                             const struct ct_transfer_spec *specs,
+                             void *const *ctxs, size_t count,
+                             uint64_t *out_ids)
+{
+  struct cti_command *first = NULL;
+  struct cti_command *last = NULL;
+  struct cti_command *c;
+  struct cti_transfer *t;
+  uint64_t id;
+  size_t i;
+  ct_code rc = CT_OK;
+
+  if(!loop || (count && (!specs || !ctxs || !out_ids)))
+    return CT_E_INVALID_ARGUMENT;
+  if(!count)
+    return CT_OK;
+  memset(out_ids, 0, count * sizeof(*out_ids));
+  /* Build every transfer first: a spec refused halfway queues nothing. */
+  for(i = 0; i < count; i++) {
+    t = NULL;
+    rc = cti_transfer_create(loop, &specs[i], ctxs[i], &t);
+    if(rc != CT_OK)
+      goto fail;
+    c = calloc(1, sizeof(*c));
+    if(!c) {
+      cti_transfer_free(t);
+      rc = CT_E_NO_MEMORY;
+      goto fail;
+    }
+    c->kind = CTI_CMD_SUBMIT;
+    c->transfer = t;
+    if(last)
+      last->next = c;
+    else
+      first = c;
+    last = c;
+  }
+  /* Ids are taken in one step, in order, once nothing can fail but the
+   * queue itself. */
+  id = __atomic_fetch_add(&loop->next_id, (uint64_t)count, __ATOMIC_RELAXED);
+  for(c = first, i = 0; c; c = c->next, i++) {
+    c->id = id + i;
+    c->transfer->id = id + i;
+    out_ids[i] = id + i;
+  }
+  __atomic_add_fetch(&loop->active, (int64_t)count, __ATOMIC_RELAXED);
+  rc = enqueue_chain(loop, first, last);
+  if(rc != CT_OK) {
+    __atomic_sub_fetch(&loop->active, (int64_t)count, __ATOMIC_RELAXED);
+    memset(out_ids, 0, count * sizeof(*out_ids));
+    goto fail;
+  }
+  /* Not c->transfer: queued, the commands belong to the loop thread. */
+  return CT_OK;
+fail:
+  while(first) {
+    c = first->next;
+    cti_transfer_free(first->transfer);
+    free(first);
+    first = c;
+  }
+  return rc;
 }
 
 ct_code ct_loop_cancel(struct ct_loop *loop, uint64_t id,

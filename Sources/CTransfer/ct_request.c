@@ -156,7 +156,7 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   }
   SETOPT(CURLOPT_XFERINFOFUNCTION, cti_xferinfo_cb);
   SETOPT(CURLOPT_XFERINFODATA, t);
-  SETOPT(CURLOPT_NOPROGRESS, 0L);
+  SETOPT(CURLOPT_NOPROGRESS, (t->flags & CT_FLAG_NO_PROGRESS) ? 1L : 0L);
   t->recv_buffer = CURL_MAX_WRITE_SIZE;
   if(big_sink) {
     SETOPT(CURLOPT_BUFFERSIZE, 512L * 1024L);

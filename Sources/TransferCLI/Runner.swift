@@ -59,26 +59,30 @@ final class Runner: Sendable {
 
         var results = [JobResult?](repeating: nil, count: plan.jobs.count)
         let width = min(plan.parallel, plan.jobs.count)
-        await withTaskGroup(of: (Int, JobResult).self) { group in
-            var next = 0
-            var taken = 0
-            for _ in 0..<width {
-                let job = plan.jobs[next]
-                group.addTask { await self.performCounted(job) }
-                next += 1
-            }
-            for await (index, result) in group {
-                results[index] = result
-                taken += 1
-                if next < plan.jobs.count {
+        if let session, runsAsBatch {
+            results = await performBatch(session)
+        } else {
+            await withTaskGroup(of: (Int, JobResult).self) { group in
+                var next = 0
+                var taken = 0
+                for _ in 0..<width {
                     let job = plan.jobs[next]
                     group.addTask { await self.performCounted(job) }
                     next += 1
                 }
-                // One metrics write per pass over the completions: when no
-                // other job has finished since, its line goes out now;
-                // otherwise the next turn of this loop takes that job first.
-                if finished.load(ordering: .acquiring) == taken { metrics?.flush() }
+                for await (index, result) in group {
+                    results[index] = result
+                    taken += 1
+                    if next < plan.jobs.count {
+                        let job = plan.jobs[next]
+                        group.addTask { await self.performCounted(job) }
+                        next += 1
+                    }
+                    // One metrics write per pass over the completions: when no
+                    // other job has finished since, its line goes out now;
+                    // otherwise the next turn of this loop takes that job first.
+                    if finished.load(ordering: .acquiring) == taken { metrics?.flush() }
+                }
             }
         }
         metrics?.flush()
@@ -104,6 +108,70 @@ final class Runner: Sendable {
             if exitCode == 0 { exitCode = failure.status.rawValue }
         }
         return exitCode
+    }
+
+    // MARK: - The batch
+
+    /// `--parallel` runs of bodiless `--discard` jobs that nothing watches
+    /// (no progress display, no per-transfer rate, no serializer, checksum or
+    /// segments) go through the library's batch API: the engine gets the
+    /// requests a window at a time and the results come back per loop pass.
+    private var runsAsBatch: Bool {
+        plan.parallel > 1 && plan.body.isEmpty && !display.isActive && taskSpeedLimit == nil
+            && plan.features.serializer == nil && plan.features.expectedSHA256 == nil && plan.features.segments == 1
+            && plan.jobs.allSatisfy { $0.output == .discard && $0.request != nil }
+    }
+
+    private func performBatch(_ session: SessionManager) async -> [JobResult?] {
+        var results = [JobResult?](repeating: nil, count: plan.jobs.count)
+        let requests = plan.jobs.compactMap(\.request)
+        if plan.verbose {
+            for request in requests {
+                Terminal.note(Terminal.printable("* \(request.method) \(request.url.absoluteString)"))
+            }
+        }
+        let options = BatchOptions(maxConcurrentRequests: plan.parallel, discardsBodies: true,
+                                   collectsMetrics: metrics != nil || plan.verbose)
+        let batch = Task { [self] () -> [JobResult?] in
+            var results = [JobResult?](repeating: nil, count: plan.jobs.count)
+            for await element in session.results(for: requests, options: options) {
+                let job = plan.jobs[element.index]
+                var failure: Failure?
+                var status: Int?
+                switch element.result {
+                case .failure(let error):
+                    failure = Failure(error)
+                    status = error.response?.statusCode
+                case .success(let (body, response)):
+                    status = response.statusCode
+                    verboseResponse(response)
+                    if let statusFailure = checkStatus(response) {
+                        printHead(response)
+                        failure = statusFailure
+                    } else {
+                        failure = emit(job, response: response, memory: body, downloadedFile: nil)
+                    }
+                }
+                record(job, status: status, metrics: element.metrics,
+                       received: element.metrics?.bodyBytesReceived ?? element.bytesReceived,
+                       sent: element.metrics?.bodyBytesSent ?? 0, failure: failure)
+                results[element.index] = JobResult(failure: failure)
+                // Each line goes out as its transfer ends (a watcher of the
+                // metrics stream must not wait for slower ones).
+                metrics?.flush()
+            }
+            return results
+        }
+        // Ctrl-C cancels the batch: running requests end as cancelled,
+        // queued ones never start (their results stay empty: not started).
+        let batchID = -1
+        if !interrupts.register(id: batchID, cancel: { batch.cancel() }) { batch.cancel() }
+        let finished = await batch.value
+        interrupts.unregister(id: batchID)
+        for (index, result) in finished.enumerated() {
+            results[index] = result ?? JobResult(failure: Failure(.interrupted, "not started: the run was interrupted"))
+        }
+        return results
     }
 
     // MARK: - One job

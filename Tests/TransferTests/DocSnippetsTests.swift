@@ -340,12 +340,11 @@ session.delegate = Observer()          // held until the session is invalidated
 }
 
 private func cookbook15() async throws {
-let token = NotificationCenter.default.addObserver(forName: .transferTaskDidComplete, object: nil,
-                                                   queue: nil) { notification in
+let token = TransferNotifications.observe(.transferTaskDidComplete) { notification in
     let error = notification.userInfo?[TransferNotificationKey.error] as? TransferError
     print("completed:", error?.code.name ?? "ok")
 }
-NotificationCenter.default.removeObserver(token)
+token.cancel()
 }
 
 private func cookbook16() async throws {
@@ -364,6 +363,20 @@ reachability.stopMonitoring()
 }
 
 private func cookbook18() async throws {
+let session = try SessionManager()
+let requests = try (1...500).map { try Request("https://api.example.com/items/\($0)") }
+let results = await session.data(for: requests, maxConcurrentRequests: 64)
+for case .success(let (data, response)) in results where response.statusCode == 200 {
+    print(data.count)
+}
+
+// Or as they finish, with the index of each request:
+for await element in session.results(for: requests, options: BatchOptions(collectsMetrics: true)) {
+    if case .failure(let error) = element.result { print(element.index, error.code.name) }
+}
+}
+
+private func cookbook19() async throws {
 let api = try HTTPSessionManager(baseURL: URL(string: "https://api.example.com/v1/"))
 do {
     let (value, _) = try await api.get("users/7")
@@ -384,7 +397,7 @@ do {
 }
 }
 
-private func cookbook19() async throws {
+private func cookbook20() async throws {
 func fetch(_ session: SessionManager, _ request: Request, attempts: Int = 3) async throws -> (Data, HTTPResponse) {
     let retryable: Set<TransferError.Code> = [.cannotConnect, .timedOut, .truncatedResponse]
     var attempt = 1
@@ -400,7 +413,7 @@ func fetch(_ session: SessionManager, _ request: Request, attempts: Int = 3) asy
 }
 }
 
-private func cookbook20() async throws {
+private func cookbook21() async throws {
 var configuration = SessionConfiguration.default
 configuration.proxy = .through(ProxyConfiguration(
     .http, host: "proxy.internal", port: 3128,
@@ -434,6 +447,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 36)
+        #expect(count == 37)
     }
 }

@@ -44,6 +44,8 @@ public struct Options: Sendable {
     public var segments = 4
     /// `--check`: say whether the scenario is supported (exit 0, or 3 with a note) and do nothing.
     public var checkOnly = false
+    /// `--api data|batch` (bench-transfer, `many`): one `data(for:)` per request (default), or the batch API.
+    public var api = "data"
 
     public init(arguments: [String] = Array(CommandLine.arguments.dropFirst())) throws {
         var index = 0
@@ -81,6 +83,10 @@ public struct Options: Sendable {
             case "--expect-bytes": expectBytes = Int64(try integer(name))
             case "--segments": segments = max(1, try integer(name))
             case "--check": checkOnly = true
+            case "--api":
+                let text = try value(name)
+                guard text == "data" || text == "batch" else { throw BenchError("unknown --api \(text)") }
+                api = text
             default: throw BenchError("unknown argument \(name)")
             }
             index += 1

@@ -1,5 +1,6 @@
 // bench-transfer: the common scenarios through the Transfer library's public
-// async API: data(for:), download(for:to:) (the body goes to disk in C),
+// async API: data(for:) (or, with `--api batch`, the batch API results(for:)),
+// download(for:to:) (the body goes to disk in C),
 // discard(for:) (counted in C, not stored), upload(for:fromFile:),
 // segmentedDownload(with:to:segments:).
 import BenchCommon
@@ -54,6 +55,22 @@ await benchMain(client: "transfer") { options in
         var request = Request(url: try options.target)
         if options.scenario == .tlsConnections { request.setValue("close", forHTTPHeaderField: "Connection") }
         let shared = request
+        if options.api == "batch" {
+            // One batch: the engine gets the requests a window at a time and
+            // Swift hears of their results once per loop pass.
+            let requests = [Request](repeating: shared, count: options.count)
+            let batch = BatchOptions(maxConcurrentRequests: options.concurrency)
+            for await element in session.results(for: requests, options: batch) {
+                switch element.result {
+                case .success(let (data, response)):
+                    tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,
+                                 httpVersion: response.httpVersion)
+                case .failure(let error):
+                    tally.fail(error)
+                }
+            }
+            break
+        }
         await forEachBounded(count: options.count, concurrency: options.concurrency, tally: tally) { _ in
             let (data, response) = try await session.data(for: shared)
             tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,

@@ -141,6 +141,21 @@ ct_code ct_loop_submit(struct ct_loop *_Nonnull loop,
                        const struct ct_transfer_spec *_Nonnull spec,
                        void *_Nullable ctx, uint64_t *_Nonnull out_id);
 
+/**
+ * Queue `count` transfers on the loop in one command: one lock, one wake-up.
+ * Safe from any thread (from a loop callback too: they start on the next
+ * pass). `ctxs[i]` goes with `specs[i]`; `out_ids[i]` receives its id.
+ *
+ * All or nothing. On CT_OK each transfer's `on_finish` runs exactly once on
+ * the loop thread and every ctx stays borrowed until then. On any other code
+ * nothing was queued, no callback will run, the caller still owns every ctx
+ * and `out_ids` is all zeros. `count` 0 is CT_OK and does nothing.
+ */
+ct_code ct_loop_submit_batch(struct ct_loop *_Nonnull loop,
+                             const struct ct_transfer_spec *_Nonnull specs,
+                             void *_Nullable const *_Nonnull ctxs,
+                             size_t count, uint64_t *_Nonnull out_ids);
+
 /** Cancel: finishes with CT_E_CANCELLED. With `keep_partial`, a file sink
  * keeps its part file flushed and fsync'd, and the result says how many
  * bytes it holds (for resume data). Unknown ids give CT_E_NOT_FOUND only

@@ -53,6 +53,9 @@ typedef enum ct_http_version {
  * nothing. Neither: no cookie is sent or stored. */
 #define CT_FLAG_COOKIES           (1u << 8)
 #define CT_FLAG_COOKIES_READ_ONLY (1u << 9)
+#define CT_FLAG_NO_PROGRESS       (1u << 10)  /* no on_progress and no send
+                                              * counting: libcurl's
+                                              * NOPROGRESS stays on */
 
 struct ct_transfer_spec {
   const char *_Nullable url;         /* http or https only; required */

@@ -17,8 +17,17 @@ extension SessionManager {
     /// - the download's own error if it failed, with `downloadTask` set.
     ///
     /// Cancelling the Swift task cancels the download.
+    ///
+    /// Fast path: when nobody observes beyond the caller (no hook, no
+    /// delegate, no observer of the task notifications: see
+    /// ``TransferNotifications``) and the request has no body, no task is
+    /// made: the engine's finish resumes the caller at the end of its loop
+    /// pass, headers are parsed on first access, and nothing else runs. The
+    /// result, errors and cancellation are the same; the request is not in
+    /// ``tasks``, and ``invalidateAndCancel()`` still cancels it.
     /// - Throws: ``TransferError``; HTTP error statuses are not errors here.
     public func data(for request: Request) async throws(TransferError) -> (Data, HTTPResponse) {
+        if takesFastPath(request) { return try await fastData(for: request) }
         let task = dataTask(with: request)
         return try await run(task) { task, resume in
             DataTask.Waiter { response, data, error in

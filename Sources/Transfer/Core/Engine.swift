@@ -70,19 +70,23 @@ final class Engine: Sendable {
     private nonisolated(unsafe) let loop: OpaquePointer
     /// Events for the session's delegate queue, flushed after each loop pass.
     let mailbox: Mailbox
+    /// What the end of each loop pass hands over: fast-path finishes, then
+    /// the mailbox (see ``EnginePass``).
+    let pass: EnginePass
 
     init(configuration: SessionConfiguration, delegateQueue: DispatchQueue,
          cookieStore: CookieStore? = nil) throws(TransferError)
     {
         mailbox = Mailbox(queue: delegateQueue)
+        pass = EnginePass(mailbox: mailbox)
         var config = ct_loop_config()
         ct_loop_config_init(&config)
         config.callbacks = Engine.callbacks
-        // The loop holds the mailbox until its thread ends: on_loop_end
-        // releases it. deinit may run on the loop thread itself (the last
-        // reference dropped in a completion), and then ct_loop_destroy
-        // returns before the loop's last on_batch_end.
-        config.batch_ctx = Unmanaged.passRetained(mailbox).toOpaque()
+        // The loop holds the pass (and its mailbox) until its thread ends:
+        // on_loop_end releases it. deinit may run on the loop thread itself
+        // (the last reference dropped in a completion), and then
+        // ct_loop_destroy returns before the loop's last on_batch_end.
+        config.batch_ctx = Unmanaged.passRetained(pass).toOpaque()
         config.max_connections_per_host = Int64(configuration.maxConnectionsPerHost)
         config.max_total_connections = Int64(configuration.maxTotalConnections)
         config.multiplex = configuration.httpVersion == .http1_1 ? 0 : 1
@@ -103,7 +107,7 @@ final class Engine: Sendable {
         }
         guard code == CT_OK, let created else {
             // No thread ran, so on_loop_end will not release it.
-            Unmanaged.passUnretained(mailbox).release()
+            Unmanaged.passUnretained(pass).release()
             throw TransferError(
                 code == CT_E_INVALID_REQUEST ? .invalidRequest : .internalError,
                 "cannot start the transfer engine: \(String(cString: ct_code_name(code)))"
@@ -120,7 +124,13 @@ final class Engine: Sendable {
 
     /// Submits a transfer. On success `events.onFinish` runs exactly once.
     func submit(_ spec: inout ct_transfer_spec, events: TransferEvents) -> Result<UInt64, TransferError> {
-        let box = Unmanaged.passRetained(EventBox(events))
+        submit(&spec, target: EventBox(events))
+    }
+
+    /// Submits a transfer whose engine events go to `target`. On success
+    /// the target's ``EngineTarget/engineDidFinish(_:)`` runs exactly once.
+    func submit(_ spec: inout ct_transfer_spec, target: EngineTarget) -> Result<UInt64, TransferError> {
+        let box = Unmanaged.passRetained(target)
         var id: UInt64 = 0
         let code = ct_loop_submit(loop, &spec, box.toOpaque(), &id)
         guard code == CT_OK else {
@@ -130,6 +140,33 @@ final class Engine: Sendable {
                                           "cannot start the transfer: \(String(cString: ct_code_name(code)))"))
         }
         return .success(id)
+    }
+
+    /// Submits `specs.count` transfers in one engine command (one lock, one
+    /// wake-up). All or nothing: on success every target's finish runs
+    /// exactly once and `ids[i]` names `targets[i]`'s transfer.
+    func submitBatch(_ specs: [ct_transfer_spec], targets: [EngineTarget]) -> Result<[UInt64], TransferError> {
+        precondition(specs.count == targets.count, "Engine.submitBatch: one target per spec")
+        if specs.isEmpty { return .success([]) }
+        let contexts: [UnsafeMutableRawPointer?] = targets.map { Unmanaged.passRetained($0).toOpaque() }
+        var ids = [UInt64](repeating: 0, count: specs.count)
+        let code = specs.withUnsafeBufferPointer { specBuffer in
+            contexts.withUnsafeBufferPointer { contextBuffer in
+                ids.withUnsafeMutableBufferPointer { idBuffer in
+                    ct_loop_submit_batch(loop, specBuffer.baseAddress!,
+                                         UnsafeRawPointer(contextBuffer.baseAddress!)
+                                             .assumingMemoryBound(to: UnsafeMutableRawPointer?.self),
+                                         specs.count, idBuffer.baseAddress!)
+                }
+            }
+        }
+        guard code == CT_OK else {
+            // Nothing was queued: every context is ours again.
+            for context in contexts { Unmanaged<EngineTarget>.fromOpaque(context!).release() }
+            return .failure(TransferError(Engine.errorCode(for: code),
+                                          "cannot start the transfers: \(String(cString: ct_code_name(code)))"))
+        }
+        return .success(ids)
     }
 
     // The commands below queue and return at once. Their code is returned
@@ -206,63 +243,94 @@ final class Engine: Sendable {
     }
 }
 
-/// The per-transfer context handed to C. Retained once at submit and
-/// released by the finish trampoline: exactly one finish per transfer.
-private final class EventBox {
+/// The per-transfer context handed to C: whatever receives one transfer's
+/// engine events. Retained once at submit and released by the finish
+/// trampoline (exactly one finish per transfer). Every method runs on the
+/// loop thread and must only copy and hand over.
+class EngineTarget {
+    func engineDidReceiveResponse(_ head: UnsafePointer<ct_response_head>) {}
+    func engineDidProgress(_ progress: UnsafePointer<ct_progress>) {}
+    func engineDidReceiveData(_ bytes: UnsafeRawPointer, count: Int) {}
+    /// Last of all; `result` is valid during the call only (its body is ours).
+    func engineDidFinish(_ result: UnsafePointer<ct_result>) {}
+    func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int64 { -1 }
+    func engineRewind() -> Int32 { -1 }
+}
+
+/// The target of a task's transfer: forwards to the task's event closures.
+private final class EventBox: EngineTarget {
     let events: TransferEvents
     init(_ events: TransferEvents) { self.events = events }
+
+    override func engineDidReceiveResponse(_ head: UnsafePointer<ct_response_head>) {
+        events.onResponse?(ResponseHead(head.pointee))
+    }
+
+    override func engineDidProgress(_ progress: UnsafePointer<ct_progress>) {
+        guard let handler = events.onProgress else { return }
+        let p = progress.pointee
+        handler(ProgressSnapshot(sent: p.bytes_sent, expectedToSend: p.bytes_expected_to_send,
+                                 received: p.bytes_received, expectedToReceive: p.bytes_expected_to_receive,
+                                 elapsed: p.elapsed))
+    }
+
+    override func engineDidReceiveData(_ bytes: UnsafeRawPointer, count: Int) {
+        events.onData?(Data(bytes: bytes, count: count))
+    }
+
+    override func engineDidFinish(_ result: UnsafePointer<ct_result>) {
+        events.onFinish(Outcome(result.pointee))
+    }
+
+    override func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int64 {
+        guard let read = events.onRead else { return -1 }
+        return Int64(read(buffer))
+    }
+
+    override func engineRewind() -> Int32 {
+        events.onRewind?() == true ? 0 : -1
+    }
 }
 
 extension Engine {
-    /// The C callback table. Trampolines copy what C hands them, then call the
-    /// box's closures (which hop to the session's queues).
+    /// The C callback table. Trampolines find the transfer's target and let
+    /// it copy what C hands over (then hop to the session's queues).
     fileprivate static let callbacks: ct_callbacks = {
         var cb = ct_callbacks()
         cb.on_response = { ctx, head in
             guard let ctx else { return }
-            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
-            guard let handler = box.events.onResponse else { return }
-            handler(ResponseHead(head.pointee))
+            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineDidReceiveResponse(head)
         }
         cb.on_progress = { ctx, progress in
             guard let ctx else { return }
-            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
-            guard let handler = box.events.onProgress else { return }
-            let p = progress.pointee
-            handler(ProgressSnapshot(sent: p.bytes_sent, expectedToSend: p.bytes_expected_to_send,
-                                     received: p.bytes_received, expectedToReceive: p.bytes_expected_to_receive,
-                                     elapsed: p.elapsed))
+            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineDidProgress(progress)
         }
         cb.on_data = { ctx, bytes, length in
             guard let ctx else { return }
-            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
-            box.events.onData?(Data(bytes: bytes, count: length))
+            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineDidReceiveData(bytes, count: length)
         }
         cb.on_finish = { ctx, result in
             guard let ctx else { return }
             // Balances the passRetained in submit().
-            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeRetainedValue()
-            box.events.onFinish(Outcome(result.pointee))
+            Unmanaged<EngineTarget>.fromOpaque(ctx).takeRetainedValue().engineDidFinish(result)
         }
         cb.on_read = { ctx, buffer, capacity in
             guard let ctx else { return -1 }
-            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
-            guard let read = box.events.onRead else { return -1 }
-            return Int64(read(UnsafeMutableRawBufferPointer(start: buffer, count: capacity)))
+            return Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue()
+                .engineRead(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
         }
         cb.on_batch_end = { ctx in
             guard let ctx else { return }
-            Unmanaged<Mailbox>.fromOpaque(ctx).takeUnretainedValue().flush()
+            Unmanaged<EnginePass>.fromOpaque(ctx).takeUnretainedValue().end()
         }
         cb.on_loop_end = { ctx in
             guard let ctx else { return }
             // Balances the passRetained in init.
-            Unmanaged<Mailbox>.fromOpaque(ctx).release()
+            Unmanaged<EnginePass>.fromOpaque(ctx).release()
         }
         cb.on_rewind = { ctx in
             guard let ctx else { return -1 }
-            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
-            return box.events.onRewind?() == true ? 0 : -1
+            return Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineRewind()
         }
         cb.on_debug = { ctx, kind, line, length in
             guard let ctx else { return }

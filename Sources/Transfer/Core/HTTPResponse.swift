@@ -1,19 +1,58 @@
 import Foundation
+import Synchronization
 
 /// The head of an HTTP response: the Linux spelling of `NSHTTPURLResponse`.
 public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
     /// The URL the response came from (after redirects).
     public var url: URL
     public var statusCode: Int
-    public var headers: HTTPHeaders
+    /// The header fields. A response from the fast path keeps the raw head
+    /// block and parses it here, on first access (then once per response).
+    public var headers: HTTPHeaders {
+        get {
+            switch storage {
+            case .parsed(let headers): return headers
+            case .raw(let raw): return raw.headers
+            }
+        }
+        set { storage = .parsed(newValue) }
+    }
     /// "1.0", "1.1", "2" or "3".
     public var httpVersion: String
+
+    private var storage: HeaderStorage
+
+    private enum HeaderStorage: Sendable {
+        case parsed(HTTPHeaders)
+        case raw(RawHeaderBlock)
+    }
 
     public init(url: URL, statusCode: Int, headers: HTTPHeaders, httpVersion: String = "1.1") {
         self.url = url
         self.statusCode = statusCode
-        self.headers = headers
+        self.storage = .parsed(headers)
         self.httpVersion = httpVersion
+    }
+
+    /// A response whose headers are parsed from `rawHeaderBlock` ("Name:
+    /// value\r\n" lines) only when first read.
+    init(url: URL, statusCode: Int, rawHeaderBlock: String, httpVersion: String) {
+        self.url = url
+        self.statusCode = statusCode
+        self.storage = .raw(RawHeaderBlock(rawHeaderBlock))
+        self.httpVersion = httpVersion
+    }
+
+    public static func == (lhs: HTTPResponse, rhs: HTTPResponse) -> Bool {
+        lhs.url == rhs.url && lhs.statusCode == rhs.statusCode && lhs.httpVersion == rhs.httpVersion
+            && lhs.headers == rhs.headers
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(statusCode)
+        hasher.combine(httpVersion)
+        hasher.combine(headers)
     }
 
     /// The media type of Content-Type, lower-cased, without parameters.
@@ -45,4 +84,34 @@ public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
     public func value(forHTTPHeaderField name: String) -> String? { headers[name] }
 
     public var description: String { "HTTP/\(httpVersion) \(statusCode) \(url.absoluteString)" }
+}
+
+/// A response head block as the engine delivered it, parsed at most once,
+/// by whichever thread reads the headers first (lock-free: a lost race
+/// parses twice and keeps the first result).
+private final class RawHeaderBlock: Sendable {
+    private let raw: String
+    private let parsed = Atomic<Unmanaged<ParsedHeaders>?>(nil)
+
+    private final class ParsedHeaders: Sendable {
+        let headers: HTTPHeaders
+        init(_ headers: HTTPHeaders) { self.headers = headers }
+    }
+
+    init(_ raw: String) { self.raw = raw }
+
+    var headers: HTTPHeaders {
+        if let done = parsed.load(ordering: .acquiring) { return done.takeUnretainedValue().headers }
+        let mine = Unmanaged.passRetained(ParsedHeaders(HTTPHeaders(rawHeaderBlock: raw)))
+        let (exchanged, original) = parsed.compareExchange(expected: nil, desired: mine,
+                                                           ordering: .acquiringAndReleasing)
+        if exchanged { return mine.takeUnretainedValue().headers }
+        mine.release()
+        return original!.takeUnretainedValue().headers
+    }
+
+    deinit {
+        // Balances the passRetained of the value that won.
+        parsed.load(ordering: .acquiring)?.release()
+    }
 }

@@ -24,6 +24,8 @@ public final class SessionManager: Sendable {
     let observation: SessionObservation
     private let state: Protected<State>
     private static let identifiers = Atomic<Int>(0)
+    /// No hook and no delegate: requests may take the fast path (``usesFastPath``).
+    let fastPathOpen = Atomic<Bool>(true)
 
     struct State {
         var tasks: [Int: TransferTask] = [:]
@@ -133,6 +135,7 @@ public final class SessionManager: Sendable {
         let (changed, policy, failedClosed) = state.withLock { state -> (Bool, SecurityPolicy, Bool) in
             let had = state.asksAboutServerTrust
             change(&state)
+            fastPathOpen.store(Self.allowsFastPath(hooks: state.hooks, delegate: state.delegate), ordering: .relaxed)
             return (had != state.asksAboutServerTrust, state.securityPolicy, state.securityPolicyError != nil)
         }
         // The server-trust challenge costs a hop into Swift per handshake:
@@ -836,9 +839,13 @@ public final class SessionManager: Sendable {
             state.invalidated = true
             return Array(state.tasks.values)
         }
+        // Requests on the fast path are not tasks: none starts from now on,
+        // and those running are cancelled with the tasks.
+        let fast = engine.pass.registry.close()
         guard let pending else { return }
         if cancelPendingTasks {
             for task in pending { task.cancel() }
+            for work in fast { work.cancel() }
         }
         if resetSession { reset() }
         notifyIfIdle()

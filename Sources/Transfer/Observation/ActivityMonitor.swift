@@ -405,10 +405,15 @@ private final class NotificationRegistration: @unchecked Sendable {
         self.center = center
         // queue nil: the handler runs synchronously on the posting thread.
         self.observer = center.addObserver(forName: name, object: nil, queue: nil, using: handler)
+        // Requests on the fast path post only while someone listens.
+        if center === NotificationCenter.default { TransferNotifications.beginObserving() }
     }
 
     func remove() {
-        if !removed.exchange(true, ordering: .acquiringAndReleasing) { center.removeObserver(observer) }
+        if !removed.exchange(true, ordering: .acquiringAndReleasing) {
+            center.removeObserver(observer)
+            if center === NotificationCenter.default { TransferNotifications.endObserving() }
+        }
     }
 
     deinit { remove() }

@@ -38,6 +38,10 @@ final class SessionObservation: Sendable {
     /// At least one monitor is registered.
     var hasEventMonitors: Bool { monitorsPresent.load(ordering: .relaxed) }
 
+    /// Requests must go through the task layer, which reports to the
+    /// logger and the monitors: a monitor, or a logger at error or below.
+    var blocksFastPath: Bool { logsErrors || monitorsPresent.load(ordering: .relaxed) }
+
     /// Someone wants lifecycle events: a monitor, or a logger at debug.
     var isActive: Bool { logsDebug || monitorsPresent.load(ordering: .relaxed) }
 

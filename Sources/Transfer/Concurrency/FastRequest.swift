@@ -1,0 +1,297 @@
+import CTransfer
+import Foundation
+import Synchronization
+
+/// The value `data(for:)` produces, on either path.
+typealias DataResult = Result<(Data, HTTPResponse), TransferError>
+
+/// One request on the fast path (see ``SessionManager/data(for:)``): the
+/// engine's target for its transfer, with no task, delegate, progress or
+/// notification around it.
+///
+/// Its whole life: built and submitted by the caller (one registry lock),
+/// response head copied on the loop thread (not parsed), result built on
+/// the loop thread at finish, and the caller resumed (or the batch fed) at
+/// the end of that loop pass.
+final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
+    // @unchecked Sendable: `continuation` is written once before submit (the
+    // engine's queue lock orders it before the loop reads it); `status`,
+    // `version`, `effectiveURL`, `rawHeaders`, `outcome` are written and read
+    // on the loop thread only; `state` is atomic; the rest is immutable.
+
+    let request: Request
+    let session: SessionManager
+    /// The batch this request belongs to (nil: a lone `data(for:)` call), and its place in it.
+    let run: BatchRun?
+    let index: Int
+    var continuation: UnsafeContinuation<DataResult, Never>?
+
+    /// 0 before submit, then the engine id, then `finishedMark`; or
+    /// `cancelledMark` once cancelled (before or while in the engine).
+    private let state = Atomic<UInt64>(0)
+    private static let cancelledMark = UInt64.max
+    private static let finishedMark = UInt64.max - 1
+
+    private var status = 0
+    private var version: Int32 = 0
+    private var effectiveURL: String?
+    private var rawHeaders: String?
+    /// Set at finish (loop thread), handed over at the end of the pass.
+    private var outcome: BatchResult?
+
+    /// The result, leaving none behind (a batch keeps its requests until it ends).
+    func takeOutcome() -> BatchResult? {
+        defer { outcome = nil }
+        return outcome
+    }
+
+    init(session: SessionManager, request: Request, run: BatchRun? = nil, index: Int = 0) {
+        self.session = session
+        self.request = request
+        self.run = run
+        self.index = index
+    }
+
+    var isCancelled: Bool { state.load(ordering: .acquiring) == Self.cancelledMark }
+
+    // MARK: - Lone requests (`data(for:)`)
+
+    /// Caller's thread, inside the continuation: submits, or resumes at once
+    /// when the request cannot start.
+    func start() {
+        if Task.isCancelled || isCancelled {
+            return resume(.failure(TransferError(.cancelled, "cancelled", url: request.url)))
+        }
+        guard session.engine.pass.registry.admit(self) else {
+            return resume(.failure(SessionManager.invalidatedError(url: request.url)))
+        }
+        let strings = CStrings()
+        defer { strings.free() }
+        var spec: ct_transfer_spec
+        do throws(TransferError) {
+            spec = try session.fastSpec(for: request, strings: strings, discardsBody: false)
+        } catch {
+            session.engine.pass.registry.remove(self)
+            return resume(.failure(error))
+        }
+        switch session.engine.submit(&spec, target: self) {
+        case .failure(var error):
+            session.engine.pass.registry.remove(self)
+            error.url = request.url
+            resume(.failure(error))
+        case .success(let id):
+            didSubmit(id: id)
+        }
+    }
+
+    private func resume(_ result: DataResult) {
+        let continuation = self.continuation
+        self.continuation = nil
+        continuation?.resume(returning: result)
+    }
+
+    /// Loop thread, at the end of the pass this request finished in.
+    func resumeCaller() {
+        guard let outcome = takeOutcome() else { return }
+        resume(outcome.result)
+    }
+
+    // MARK: - Engine id and cancellation (any thread)
+
+    /// Records the engine id; a cancel that came meanwhile is sent now.
+    func didSubmit(id: UInt64) {
+        let (exchanged, seen) = state.compareExchange(expected: 0, desired: id, ordering: .acquiringAndReleasing)
+        if !exchanged && seen == Self.cancelledMark { session.engine.cancel(id) }
+    }
+
+    /// Cancels: a request not yet submitted will not be; one in the engine
+    /// finishes as cancelled; a finished one is left alone.
+    func cancel() {
+        var current = state.load(ordering: .acquiring)
+        while current != Self.cancelledMark && current != Self.finishedMark {
+            let (exchanged, seen) = state.compareExchange(expected: current, desired: Self.cancelledMark,
+                                                         ordering: .acquiringAndReleasing)
+            if exchanged {
+                if current != 0 { session.engine.cancel(current) }
+                return
+            }
+            current = seen
+        }
+    }
+
+    // MARK: - Engine events (loop thread)
+
+    override func engineDidReceiveResponse(_ head: UnsafePointer<ct_response_head>) {
+        // Copied, not parsed: HTTPResponse parses on first access.
+        let head = head.pointee
+        status = head.status
+        version = head.http_version
+        effectiveURL = String(cString: head.effective_url)
+        rawHeaders = String(decoding: UnsafeRawBufferPointer(start: head.raw_headers, count: head.raw_headers_length),
+                            as: UTF8.self)
+    }
+
+    override func engineDidFinish(_ pointer: UnsafePointer<ct_result>) {
+        var current = state.load(ordering: .acquiring)
+        while current != Self.finishedMark {
+            let (exchanged, seen) = state.compareExchange(expected: current, desired: Self.finishedMark,
+                                                         ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            current = seen
+        }
+        let result = pointer.pointee
+        var response: HTTPResponse?
+        if let rawHeaders {
+            let url = effectiveURL == request.url.absoluteString ? request.url
+                : (effectiveURL.flatMap { URL(string: $0) } ?? request.url)
+            let built = HTTPResponse(url: url, statusCode: status, rawHeaderBlock: rawHeaders,
+                                     httpVersion: ResponseHead.versionString(version))
+            response = built
+            // The cookie store keeps what libcurl drops (SameSite, time),
+            // as the task path does at the head; only when a cookie came.
+            if session.cookieStore != nil,
+               rawHeaders.range(of: "set-cookie:", options: .caseInsensitive) != nil
+            {
+                session.noteCookies(of: built, for: request)
+            }
+        }
+        let value: DataResult
+        if result.code == CT_OK, let response {
+            var body = Data()
+            if let pointer = result.body, result.body_length > 0 {
+                // Adopt the C buffer without copying; ct_buffer_free releases it.
+                body = Data(bytesNoCopy: pointer, count: result.body_length, deallocator: .custom { pointer, _ in
+                    ct_buffer_free(pointer)
+                })
+            }
+            value = .success((body, response))
+        } else if result.code == CT_OK {
+            ct_buffer_free(result.body)
+            value = .failure(TransferError(.badResponse, "no response", url: request.url))
+        } else {
+            // Rare: the full copy of the result, as the task path makes it.
+            var error = Outcome(result).error(url: request.url)!
+            if error.response == nil { error.response = response }
+            value = .failure(error)
+        }
+        let metrics = run?.options.collectsMetrics == true ? TaskMetrics(result.metrics) : nil
+        outcome = BatchResult(index: index, result: value, metrics: metrics,
+                              bytesReceived: result.metrics.body_bytes_received)
+        session.engine.pass.didFinish(self)
+    }
+}
+
+extension SessionManager {
+    /// The spec of a fast-path request: the session's settings, a memory (or
+    /// discarding) sink, no counters block, no progress, no disposition.
+    func fastSpec(for request: Request, strings: CStrings, discardsBody: Bool) throws(TransferError)
+        -> ct_transfer_spec
+    {
+        var spec = ct_transfer_spec()
+        ct_transfer_spec_init(&spec)
+        try fillSpec(&spec, for: request, strings: strings)
+        spec.flags |= UInt32(CT_FLAG_NO_PROGRESS)
+        if discardsBody {
+            spec.sink_kind = CT_SINK_DISCARD
+        } else {
+            spec.sink_kind = CT_SINK_MEMORY
+            spec.max_body_size = max(0, configuration.maximumResponseBodySize)
+        }
+        return spec
+    }
+
+    static func invalidatedError(url: URL) -> TransferError {
+        TransferError(.sessionInvalidated, "the session was invalidated; no new task can start", url: url)
+    }
+
+    /// Sends `request` on the fast path (see ``data(for:)`` for when).
+    func fastData(for request: Request) async throws(TransferError) -> (Data, HTTPResponse) {
+        let fast = FastRequest(session: self, request: request)
+        let result = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<DataResult, Never>) in
+                fast.continuation = continuation
+                fast.start()
+            }
+        } onCancel: {
+            fast.cancel()
+        }
+        return try result.get()
+    }
+}
+
+/// Who listens to Transfer's task notifications on `NotificationCenter.default`.
+///
+/// Posting a notification per request is the most expensive thing the task
+/// layer did for requests nobody watched, and NotificationCenter cannot say
+/// whether anyone observes a name. So the rule is: requests of
+/// ``SessionManager/data(for:)`` and of the batch API, on a session with no
+/// hooks and no delegate, post ``Foundation/Notification/Name/transferTaskDidResume``
+/// and ``Foundation/Notification/Name/transferTaskDidComplete`` only while
+/// someone observes through ``observe(_:object:queue:using:)`` (or an
+/// ``ActivityMonitor`` on the default center). Tasks made with `dataTask(with:)`,
+/// uploads and downloads post them always.
+public enum TransferNotifications {
+    private static let observers = Atomic<Int>(0)
+
+    /// True while someone observes through ``observe(_:object:queue:using:)``.
+    public static var isObserved: Bool { observers.load(ordering: .relaxed) > 0 }
+
+    /// Observes `name` on `NotificationCenter.default`, and makes every request
+    /// post its task notifications until the token is cancelled.
+    ///
+    /// - Returns: A token; cancel it to stop observing.
+    public static func observe(_ name: Notification.Name, object: AnyObject? = nil, queue: OperationQueue? = nil,
+                               using handler: @escaping @Sendable (Notification) -> Void) -> ObservationToken
+    {
+        beginObserving()
+        let observer = UncheckedObserver(NotificationCenter.default.addObserver(forName: name, object: object,
+                                                                                 queue: queue, using: handler))
+        return ObservationToken {
+            NotificationCenter.default.removeObserver(observer.value)
+            endObserving()
+        }
+    }
+
+    /// Counts an observer of the task notifications that registered with
+    /// NotificationCenter itself; balance with ``endObserving()``.
+    public static func beginObserving() { observers.add(1, ordering: .relaxed) }
+
+    public static func endObserving() { observers.subtract(1, ordering: .relaxed) }
+}
+
+/// A NotificationCenter observer token. @unchecked Sendable: only handed
+/// back to the (thread-safe) center, once, by ``ObservationToken``.
+private struct UncheckedObserver: @unchecked Sendable {
+    let value: any NSObjectProtocol
+    init(_ value: any NSObjectProtocol) { self.value = value }
+}
+
+extension SessionManager {
+    /// Whether `data(for:)` and batches skip the task layer: no hook, no
+    /// delegate, nobody observing the task notifications, no event monitor,
+    /// no logger at error level or below, no session interceptor (a
+    /// request's own interceptor is checked per request: ``takesFastPath(_:)``).
+    /// Progress and metrics callbacks need a task, so they count as hooks here.
+    var usesFastPath: Bool {
+        fastPathOpen.load(ordering: .relaxed) && !TransferNotifications.isObserved
+            && !observation.blocksFastPath && configuration.interceptor == nil
+    }
+
+    /// Whether `request` may skip the task layer: ``usesFastPath``, no body,
+    /// no interceptor of its own.
+    func takesFastPath(_ request: Request) -> Bool {
+        request.body == nil && request.interceptor == nil && usesFastPath
+    }
+
+    /// Called whenever hooks or the delegate change (under the session's
+    /// lock): the seam for anything else that must see every request.
+    static func allowsFastPath(hooks: SessionHooks, delegate: (any SessionDelegate)?) -> Bool {
+        guard delegate == nil else { return false }
+        // Any hook, present or added later: none of them may be skipped.
+        for child in Mirror(reflecting: hooks).children {
+            let value = Mirror(reflecting: child.value)
+            if value.displayStyle != .optional || !value.children.isEmpty { return false }
+        }
+        return true
+    }
+}
