@@ -384,7 +384,11 @@ struct SessionLastMileTests {
     private final class TrustDelegate: SessionDelegate {
         let seen = Locked<[AuthenticationChallenge]>([])
         let answer: ChallengeDisposition
-        init(answer: ChallengeDisposition) { self.answer = answer }
+        let wantsServerTrustChallenges: Bool
+        init(answer: ChallengeDisposition, wants: Bool = true) {
+            self.answer = answer
+            wantsServerTrustChallenges = wants
+        }
         func session(_ session: SessionManager, didReceive challenge: AuthenticationChallenge) -> ChallengeDisposition {
             seen.withLock { $0.append(challenge) }
             return answer
@@ -415,6 +419,21 @@ struct SessionLastMileTests {
         let (_, response) = try await session.data(for: Request(url: url))
         #expect(response.statusCode == 200)
         #expect(accepting.seen.withLock { $0.count } == 1)
+    }
+
+    @Test("a delegate that does not opt in is never asked about server trust, and the policy decides")
+    func delegateWithoutOptInIsNotAsked() async throws {
+        let (server, pki) = try tlsServer()
+        defer { server.stop() }
+        let session = try makeSession { $0.caFile = pki.root.certificateFile.path }
+        defer { session.invalidateAndCancel() }
+        let silent = TrustDelegate(answer: .cancelAuthenticationChallenge, wants: false)
+        session.delegate = silent
+
+        let (_, response) = try await session.data(for: Request(url: URL(string: server.url())!))
+
+        #expect(response.statusCode == 200)
+        #expect(silent.seen.withLock { $0.isEmpty })
     }
 
     // MARK: - Item 8: reset

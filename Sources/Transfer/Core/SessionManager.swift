@@ -57,7 +57,8 @@ public final class SessionManager: Sendable {
         /// Whether a server-trust challenge has anyone to ask: the engine
         /// calls into Swift for every handshake only then.
         var asksAboutServerTrust: Bool {
-            hooks.sessionDidReceiveChallenge != nil || hooks.authenticationChallengeHandler != nil || delegate != nil
+            hooks.sessionDidReceiveChallenge != nil || hooks.authenticationChallengeHandler != nil
+                || delegate?.wantsServerTrustChallenges == true
         }
     }
 
@@ -139,7 +140,8 @@ public final class SessionManager: Sendable {
             return (had != state.asksAboutServerTrust, state.securityPolicy, state.securityPolicyError != nil)
         }
         // The server-trust challenge costs a hop into Swift per handshake:
-        // the engine only asks when a hook or a delegate is there to answer.
+        // the engine only asks when a hook or a delegate that wants them is
+        // there to answer.
         // A session refusing everything after an invalid policy keeps
         // refusing: the last valid policy must not come back this way.
         guard changed, !failedClosed else { return }
@@ -252,7 +254,7 @@ public final class SessionManager: Sendable {
             ask = { answer.set(.disposition(hook(self, challenge))) }
         } else if let handler = hooks.authenticationChallengeHandler {
             ask = { answer.set(handler(self, nil, challenge, { answer.set(.disposition($0)) })) }
-        } else if let delegate {
+        } else if let delegate, delegate.wantsServerTrustChallenges {
             ask = { answer.set(.disposition(delegate.session(self, didReceive: challenge))) }
         } else {
             return .performDefaultHandling

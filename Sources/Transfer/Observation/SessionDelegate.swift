@@ -9,15 +9,20 @@ public protocol SessionDelegate: AnyObject, Sendable {
     /// `session(_:dataTask:didReceive:)` (default false: bodies stay in C
     /// until completion).
     var wantsDataChunks: Bool { get }
+    /// Whether server-trust challenges go to
+    /// `session(_:didReceive:)` (default false: a delegate that does not
+    /// answer them costs new TLS connections nothing, and a busy delegate
+    /// queue cannot hold handshakes up).
+    var wantsServerTrustChallenges: Bool { get }
     func session(_ session: SessionManager, didBecomeInvalidWithError error: TransferError?)
     func session(_ session: SessionManager, task: TransferTask, didCompleteWithError error: TransferError?)
     func session(_ session: SessionManager, task: TransferTask, didFinishCollecting metrics: TaskMetrics)
     func session(_ session: SessionManager, task: TransferTask, didReceive challenge: AuthenticationChallenge)
         -> ChallengeDisposition
     /// Server-trust challenges (URLSession's session-level challenge), when
-    /// no challenge hook is set. While a delegate is set, every new TLS
-    /// connection asks it, on the delegate queue, bounded by
-    /// ``SessionConfiguration/serverTrustChallengeTimeout``.
+    /// no challenge hook is set and ``wantsServerTrustChallenges`` is true.
+    /// Then every new TLS connection asks it, on the delegate queue, bounded
+    /// by ``SessionConfiguration/serverTrustChallengeTimeout``.
     func session(_ session: SessionManager, didReceive challenge: AuthenticationChallenge) -> ChallengeDisposition
     func session(_ session: SessionManager, task: TransferTask, willPerformRedirection response: HTTPResponse,
                  newRequest: Request) -> Request?
@@ -35,6 +40,7 @@ public protocol SessionDelegate: AnyObject, Sendable {
 
 extension SessionDelegate {
     public var wantsDataChunks: Bool { false }
+    public var wantsServerTrustChallenges: Bool { false }
     public func session(_ session: SessionManager, didBecomeInvalidWithError error: TransferError?) {}
     public func session(_ session: SessionManager, task: TransferTask, didCompleteWithError error: TransferError?) {}
     public func session(_ session: SessionManager, task: TransferTask, didFinishCollecting metrics: TaskMetrics) {}
