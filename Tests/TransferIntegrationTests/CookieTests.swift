@@ -49,6 +49,28 @@ struct CookieTests {
         #expect(id.isHTTPOnly && id.sameSite == .lax && id.isSessionOnly)
     }
 
+    @Test("reset() and invalidateSession(resetSession: true) empty the store: nothing is sent afterwards")
+    func resetEmptiesTheStore() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        try await set(session, server, "id=42; Path=/")
+        #expect(try await sentCookie(session, server.url("/echo")) == "id=42")
+
+        session.reset()
+
+        #expect(session.cookieStore?.cookies.isEmpty == true)
+        #expect(try await sentCookie(session, server.url("/echo")) == nil)
+
+        let store = CookieStore()
+        let other = try SessionManager(configuration: { var c = SessionConfiguration.default; c.cookieStore = store; return c }())
+        try await set(other, server, "again=1; Path=/")
+        #expect(store.cookies.count == 1)
+        other.invalidateSession(cancelPendingTasks: true, resetSession: true)
+        #expect(store.cookies.isEmpty)
+    }
+
     @Test("path scoping: a cookie for /echo/a goes to /echo/a/b, not to /echo/b")
     func pathScoping() async throws {
         let server = try await TestServer.start()

@@ -79,6 +79,9 @@ public final class SessionManager: Sendable {
         delegateQueue.setSpecific(key: queueKey, value: true)
         // The default policy, with the challenge hooks wired, from the start.
         try installSecurityPolicy(.defaultPolicy)
+        // reset() empties the cookie store, as URLSession.reset empties its
+        // storage (a store shared by sessions is emptied for all of them).
+        if let cookieStore { addResetAction { cookieStore.resetCookies() } }
     }
 
     private let queueKey = DispatchSpecificKey<Bool>()
