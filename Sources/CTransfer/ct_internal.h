@@ -225,6 +225,7 @@ struct cti_transfer {
   uint64_t trust_generation;      /* of the CAINFO marker now set */
   struct curl_slist *resolve;     /* CURLOPT_RESOLVE entries */
   struct cti_proxy *proxy;        /* ct_proxy.c; NULL: the environment's */
+  uint64_t profile;               /* key of its easy options; 0: none */
   /* Inside CT_PHASE_FINISHING: the commit (fsync, rename, folder fsync,
    * the journal's last write) runs on the worker; until its job is done
    * the loop neither touches the sink nor reports nor frees the transfer
@@ -240,8 +241,14 @@ struct cti_transfer {
 ct_code cti_transfer_create(struct ct_loop *loop,
                             const struct ct_transfer_spec *spec, void *ctx,
                             struct cti_transfer **out);
-/* Configure the easy handle; on failure fills local_code/message. */
-ct_code cti_transfer_setup(struct cti_transfer *t);
+/* Before an easy handle is taken: open the body file, add If-Range, and
+ * compute t->profile, the key of the options that follow from the kind
+ * of transfer (ct_request.c). On failure fills local_code/message. */
+ct_code cti_transfer_prepare(struct cti_transfer *t);
+/* Configure t->easy: the profile's options unless `configured` (the handle
+ * was last set up with t->profile), then the per-request ones. On failure
+ * fills local_code/message. */
+ct_code cti_transfer_setup(struct cti_transfer *t, int configured);
 /* Build the result and call on_finish exactly once; frees nothing. */
 void cti_transfer_finish(struct cti_transfer *t, CURLcode cc);
 void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,
@@ -414,8 +421,10 @@ struct ct_loop {
   struct cti_tracked_socket *sockets;  /* ct_tls_sockets.c, by fd */
   size_t socket_cap;
   size_t stale_sockets;          /* old-generation sockets still in use */
-  CURL *easy_pool[CTI_EASY_POOL];  /* reset handles kept for reuse */
+  CURL *easy_pool[CTI_EASY_POOL];  /* handles kept for reuse, set up */
+  uint64_t easy_profile[CTI_EASY_POOL];  /* ... with this profile */
   int easy_pool_count;
+  uint64_t setopt_calls;         /* atomic, one writer: curl_easy_setopt */
 
   uint64_t next_id;              /* atomic */
   int64_t active;                /* atomic: submitted, not finished */
@@ -449,12 +458,24 @@ void cti_loop_fail(struct ct_loop *loop, struct cti_transfer *t,
 void cti_loop_cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
                               int keep_partial, ct_code code);
 
-/* ct_pool.c, loop thread: a reset handle from the pool, or a new one. */
-CURL *cti_easy_take(struct ct_loop *loop);
+/* ct_pool.c, loop thread: a pooled handle last set up with `profile`
+ * (*configured = 1: only the per-request options are needed), else a
+ * reset one from the pool or a new one (*configured = 0). Profile 0
+ * matches nothing. NULL: out of memory. */
+CURL *cti_easy_take(struct ct_loop *loop, uint64_t profile, int *configured);
 /* Whether `easy` may go back to the pool after CURLMSG_DONE with `cc`. */
 int cti_easy_ended_clean(CURL *easy, CURLcode cc);
-/* Pool `easy` (reset) when `clean` and there is room, else clean it up. */
-void cti_easy_give_back(struct ct_loop *loop, CURL *easy, int clean);
+/* Pool `easy`, set up with `profile`, when `clean` and there is room,
+ * else clean it up. */
+void cti_easy_give_back(struct ct_loop *loop, CURL *easy, uint64_t profile,
+                        int clean);
+/* One more curl_easy_setopt call (ct_loop_setopt_calls). Loop thread. */
+static inline void cti_count_setopt(struct ct_loop *loop)
+{
+  __atomic_store_n(&loop->setopt_calls,
+                   __atomic_load_n(&loop->setopt_calls, __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELAXED);
+}
 
 /* --- ct_tls_sockets.c ------------------------------------------------- */
 

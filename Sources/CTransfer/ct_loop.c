@@ -381,3 +381,8 @@ uint64_t ct_loop_wakeups(const struct ct_loop *loop)
 {
   return __atomic_load_n(&loop->wakeups, __ATOMIC_RELAXED);
 }
+
+uint64_t ct_loop_setopt_calls(const struct ct_loop *loop)
+{
+  return __atomic_load_n(&loop->setopt_calls, __ATOMIC_RELAXED);
+}

@@ -178,6 +178,9 @@ ct_code ct_loop_set_total_speed_limit(struct ct_loop *_Nonnull loop,
  * loop iterations (epoll returns) so far. Relaxed reads. */
 int64_t ct_loop_active_count(const struct ct_loop *_Nonnull loop);
 uint64_t ct_loop_wakeups(const struct ct_loop *_Nonnull loop);
+/* curl_easy_setopt calls made so far: a handle reused for the same option
+ * profile is given only the per-request options (ct_pool.c). */
+uint64_t ct_loop_setopt_calls(const struct ct_loop *_Nonnull loop);
 /* Phase changes refused as illegal (see ct_phase): 0 unless the engine has
  * a bug. Debug builds assert instead; release builds ignore the change. */
 uint64_t ct_loop_illegal_transitions(const struct ct_loop *_Nonnull loop);
