@@ -106,7 +106,10 @@ struct cti_job {
   void (*done)(struct cti_job *job);   /* may free the job */
   void *owner;
   const char *gate_path;     /* tests only: see ct_worker.c; NULL: none */
+  int gate;                  /* which test gate: CTI_GATE_* */
 };
+#define CTI_GATE_COMMIT 0    /* TRANSFER_TEST_COMMIT_GATE: commits */
+#define CTI_GATE_FILE   1    /* TRANSFER_TEST_FILE_GATE: head, settle */
 
 struct cti_worker;
 
@@ -226,11 +229,30 @@ struct cti_transfer {
   struct curl_slist *resolve;     /* CURLOPT_RESOLVE entries */
   struct cti_proxy *proxy;        /* ct_proxy.c; NULL: the environment's */
   uint64_t profile;               /* key of its easy options; 0: none */
+  /* At the final head, the file work it needs (the digest of a resumed
+   * prefix, the first journal) runs on the worker as `head_job`; until
+   * its done no body byte is written (CT_PAUSE_FILE). The worker reports
+   * in head_code/head_errno/head_failed, never in local_code. */
+  int head_pending;
+  struct cti_head_work {
+    struct cti_job job;
+    int64_t prefix;          /* bytes of the part file to hash first */
+    int64_t durable;         /* what the first journal claims */
+    int journal;             /* the first journal is due */
+    ct_code code;            /* worker: the prefix's digest failed */
+    int err;
+    const char *failed;
+    int journal_err;         /* worker: the journal's errno, or 0 */
+    const char *journal_what;
+  } head;
   /* Inside CT_PHASE_FINISHING: the commit (fsync, rename, folder fsync,
    * the journal's last write) runs on the worker; until its job is done
    * the loop neither touches the sink nor reports nor frees the transfer
    * (ct_worker.c), and retire() is deferred to the job's end. */
   int committing;
+  int delivering;           /* the job commits a success (not a settle) */
+  int cancel_commit;        /* atomic: 1 + keep_partial, a cancel that
+                               came while committing (ct_loop.h) */
   int retire_clean;         /* retire()'s `clean`, kept while committing */
   struct cti_job commit_job;
   ct_code commit_code;
@@ -276,6 +298,8 @@ static inline void cti_counter_store(int64_t *field, int64_t value)
 int cti_transfer_redirect_followed(struct cti_transfer *t);
 /* ct_response.c: the final head came: open the sink, call on_response. */
 void cti_transfer_deliver_head(struct cti_transfer *t);
+/* ct_result.c: a cancel came while the commit job runs (ct_loop.h). */
+void cti_transfer_cancel_commit(struct cti_transfer *t, int keep_partial);
 /* libcurl callbacks, installed by cti_transfer_setup (ct_request.c). */
 size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp);
 size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp);
@@ -336,9 +360,20 @@ struct cti_journal;
 /* Set up the journal of `t` from its spec (no file is touched yet). */
 ct_code cti_journal_create(struct cti_transfer *t,
                            const struct ct_transfer_spec *spec);
-/* The part file was opened for the final response: record its validators
- * and the offset it starts at. */
-ct_code cti_journal_on_head(struct cti_transfer *t);
+/* The part file was opened for the final response: take its validators
+ * for the first journal (loop thread). 1: that journal is due, written
+ * by cti_journal_head_write on the worker; 0: none; -1: no memory (the
+ * transfer's local error is set). */
+int cti_journal_on_head(struct cti_transfer *t);
+/* Worker (head job): stop an earlier sync thread, install the validators
+ * and write the first journal claiming `durable`. 0 or an errno, with
+ * `*what` naming the step. */
+int cti_journal_head_write(struct cti_journal *j, int64_t durable,
+                           const char **what);
+/* Loop thread, after the head job: record the journal written (err 0) or
+ * fail the transfer with what went wrong. */
+ct_code cti_journal_head_done(struct cti_transfer *t, int64_t durable,
+                              int err, const char *what);
 /* After body bytes went to the sink: every interval, flush + fdatasync the
  * part file, then replace the journal. */
 ct_code cti_journal_after_write(struct cti_transfer *t);
@@ -352,17 +387,18 @@ void cti_journal_free(struct cti_journal *j);
 struct cti_checksum;
 
 ct_code cti_checksum_create(struct cti_transfer *t, const uint8_t *expected);
-/* The final response starts the body at resume_offset: reset. A resumed
- * body (resume_offset > 0) is then "deferred": not hashed as it is
- * written; cti_checksum_verify hashes the whole part file instead. */
-ct_code cti_checksum_on_head(struct cti_transfer *t);
-/* Whether verify must read the part file back (blocking: worker only). */
-int cti_checksum_deferred(struct cti_transfer *t);
+/* The final response starts the body at resume_offset: reset. Returns
+ * the length of the prefix the part file already holds (resume_offset),
+ * which cti_checksum_hash_prefix must hash before any new byte; 0: none. */
+int64_t cti_checksum_on_head(struct cti_transfer *t);
+/* Worker (head job): hash [0, end) of the part file at `path`, once.
+ * CT_OK, or CT_E_SINK_IO / CT_E_NO_MEMORY with *err and *failed set. */
+ct_code cti_checksum_hash_prefix(struct cti_transfer *t, const char *path,
+                                 int64_t end, int *err, const char **failed);
 void cti_checksum_update(struct cti_transfer *t, const void *data,
                          size_t len);
 /* CT_OK when the digest matches, else CT_E_CHECKSUM with local_code and
- * local_message set (both digests in hex); CT_E_SINK_IO when a deferred
- * digest cannot read the part file. */
+ * local_message set (both digests in hex). Reads no file. */
 ct_code cti_checksum_verify(struct cti_transfer *t);
 void cti_checksum_free(struct cti_checksum *c);
 
@@ -425,6 +461,7 @@ struct ct_loop {
   uint64_t easy_profile[CTI_EASY_POOL];  /* ... with this profile */
   int easy_pool_count;
   uint64_t setopt_calls;         /* atomic, one writer: curl_easy_setopt */
+  uint64_t checksum_read;        /* atomic: part-file bytes read to hash */
 
   uint64_t next_id;              /* atomic */
   int64_t active;                /* atomic: submitted, not finished */
