@@ -17,6 +17,7 @@
 #define CTI_DEFAULT_PROGRESS_MS 16
 #define CTI_FILE_READ_BLOCK (2u * 1024u * 1024u)
 #define CTI_EASY_POOL 256
+#define CTI_BIG_RECV_BUFFER (512u * 1024u)  /* file, discard: bulk bodies */
 /* Limits (issue 11): memory and disk follow the bytes that really came,
  * never what the server announced. */
 #define CTI_MEM_FIRST_RESERVE (1u << 20)    /* memory sink, from a length */
@@ -435,7 +436,6 @@ struct ct_loop {
   CURLSH *share;
   struct cti_tls_state *tls;
   int epfd;
-  int timerfd;
   int eventfd;
   pthread_t thread;
   int thread_started;
@@ -448,6 +448,7 @@ struct ct_loop {
   int free_on_exit;              /* destroyed from its own thread */
 
   int run_timeout_now;
+  int64_t curl_deadline;         /* monotonic ms of curl's timeout; -1 */
   int stop;
   struct cti_transfer *all;      /* every transfer the loop owns */
   struct cti_transfer **buckets; /* id hash */
