@@ -359,15 +359,34 @@ badopt:
   return sc;
 }
 
+/* Whether the body may be large, decided before the request goes out
+ * (curl takes CURLOPT_BUFFERSIZE before the head arrives, and allocates
+ * that buffer per transfer). Memory and stream sinks get curl's default
+ * 16 KiB: their bodies are mostly small, and a big one costs only more
+ * reads. File and discard sinks get 512 KiB, the size that keeps bulk
+ * downloads fast, unless the body is known small: no body (HEAD), or a
+ * range shorter than the buffer. */
+static int big_body(const struct cti_transfer *t)
+{
+  if(t->sink.kind != CT_SINK_FILE && t->sink.kind != CT_SINK_DISCARD)
+    return 0;
+  if((t->flags & CT_FLAG_NO_BODY) ||
+     (t->method && strcmp(t->method, "HEAD") == 0))
+    return 0;
+  if(t->range_start >= 0 && t->range_end >= 0 &&
+     t->range_end - (t->range_start + t->resume_offset) + 1 <
+     (int64_t)CTI_BIG_RECV_BUFFER)
+    return 0;
+  return 1;
+}
+
 ct_code cti_transfer_prepare(struct cti_transfer *t)
 {
   struct profile_run r;
   CURLcode sc;
 
   /* What set_profile reads besides the spec. */
-  t->recv_buffer = CURL_MAX_WRITE_SIZE;
-  if(t->sink.kind == CT_SINK_FILE || t->sink.kind == CT_SINK_DISCARD)
-    t->recv_buffer = 512u * 1024u;
+  t->recv_buffer = big_body(t) ? CTI_BIG_RECV_BUFFER : CURL_MAX_WRITE_SIZE;
   if(t->body_kind == CT_BODY_FILE) {
     t->body_fd = open(t->body_path, O_RDONLY | O_CLOEXEC);
     if(t->body_fd < 0) {
