@@ -6,9 +6,9 @@
  * file were hashed by an earlier transfer (maybe an earlier process) whose
  * digest state is gone, so they must be read back (unavoidable without
  * persisting OpenSSL's internal state). That read never runs on the loop
- * thread (issue 12): a resumed transfer does not hash as it writes; the
- * commit job hashes the whole part file on the file worker, once, and
- * verifies there.
+ * thread (issue 12): at the final head the file worker hashes the prefix,
+ * once, while the transfer holds its body (CT_PAUSE_FILE); the new bytes
+ * are then hashed as they are written, and the commit reads nothing back.
  */
 #define _GNU_SOURCE
 #include "ct_internal.h"
@@ -25,7 +25,6 @@
 struct cti_checksum {
   struct ct_sha256 *ctx;
   uint8_t expected[CT_SHA256_LENGTH];
-  int deferred;     /* resumed: hash the part file at commit instead */
 };
 
 ct_code cti_checksum_create(struct cti_transfer *t, const uint8_t *expected)
@@ -56,52 +55,37 @@ void cti_checksum_free(struct cti_checksum *c)
   free(c);
 }
 
-static void fail(struct cti_transfer *t, ct_code code, int err,
-                 const char *message)
-{
-  if(t->local_code != CT_OK)
-    return;
-  t->local_code = code;
-  t->local_errno = err;
-  cti_copy_message(t->local_message, sizeof(t->local_message), message);
-}
-
-ct_code cti_checksum_on_head(struct cti_transfer *t)
+int64_t cti_checksum_on_head(struct cti_transfer *t)
 {
   struct cti_checksum *c = t->checksum;
   uint8_t scratch[CT_SHA256_LENGTH];
 
   if(!c)
-    return CT_OK;
+    return 0;
   /* Start over: a redirect or a restart may have fed bytes before. */
   (void)ct_sha256_final(c->ctx, scratch);
-  c->deferred = t->resume_offset > 0;
-  return CT_OK;
+  return t->resume_offset;
 }
 
-int cti_checksum_deferred(struct cti_transfer *t)
-{
-  return t->checksum && t->checksum->deferred;
-}
-
-/* Hash the part file [0, end): the prefix an earlier transfer wrote and
- * the bytes this one added. Worker thread (commit job). */
-static ct_code hash_part_file(struct cti_transfer *t, int64_t end)
+ct_code cti_checksum_hash_prefix(struct cti_transfer *t, const char *path,
+                                 int64_t end, int *err, const char **failed)
 {
   struct cti_checksum *c = t->checksum;
   char *block;
   int64_t done = 0;
-  int fd = t->sink.part_path ?
-    open(t->sink.part_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+  ct_code rc = CT_OK;
+  int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
 
   if(fd < 0) {
-    fail(t, CT_E_SINK_IO, errno, "cannot read the partial file to hash it");
+    *err = path ? errno : EINVAL;
+    *failed = "cannot read the partial file to hash it";
     return CT_E_SINK_IO;
   }
   block = malloc(PREFIX_BLOCK);
   if(!block) {
     close(fd);
-    fail(t, CT_E_NO_MEMORY, 0, "no memory to hash the partial file");
+    *err = ENOMEM;
+    *failed = "no memory to hash the partial file";
     return CT_E_NO_MEMORY;
   }
   while(done < end) {
@@ -111,24 +95,24 @@ static ct_code hash_part_file(struct cti_transfer *t, int64_t end)
     if(n < 0 && errno == EINTR)
       continue;
     if(n <= 0) {
-      int err = n < 0 ? errno : 0;
-      free(block);
-      close(fd);
-      fail(t, CT_E_SINK_IO, err,
-           "the partial file is shorter than the bytes written to it");
-      return CT_E_SINK_IO;
+      *err = n < 0 ? errno : 0;
+      *failed = "the partial file is shorter than its resume offset";
+      rc = CT_E_SINK_IO;
+      break;
     }
     (void)ct_sha256_update(c->ctx, block, (size_t)n);
+    __atomic_add_fetch(&t->loop->checksum_read, (uint64_t)n,
+                       __ATOMIC_RELAXED);
     done += n;
   }
   free(block);
   close(fd);
-  return CT_OK;
+  return rc;
 }
 
 void cti_checksum_update(struct cti_transfer *t, const void *data, size_t len)
 {
-  if(t->checksum && !t->checksum->deferred)
+  if(t->checksum)
     (void)ct_sha256_update(t->checksum->ctx, data, len);
 }
 
@@ -152,20 +136,9 @@ ct_code cti_checksum_verify(struct cti_transfer *t)
 
   if(!c)
     return CT_OK;
-  if(c->deferred) {
-    /* Everything the sink wrote is in the file once it is flushed. */
-    ct_code rc = cti_sink_flush(&t->sink);
-    if(rc == CT_OK)
-      rc = hash_part_file(t, t->sink.durable);
-    if(rc != CT_OK) {
-      if(t->local_code == CT_OK)
-        fail(t, rc, t->sink.sys_errno, t->sink.failed ? t->sink.failed :
-             "cannot write the response body");
-      return rc;
-    }
-  }
   if(ct_sha256_final(c->ctx, actual) != CT_OK) {
-    fail(t, CT_E_CHECKSUM, 0, "cannot compute the SHA-256 of the body");
+    cti_transfer_set_error(t, CT_E_CHECKSUM, 0,
+                           "cannot compute the SHA-256 of the body");
     return CT_E_CHECKSUM;
   }
   if(memcmp(actual, c->expected, CT_SHA256_LENGTH) == 0)
@@ -178,4 +151,9 @@ ct_code cti_checksum_verify(struct cti_transfer *t)
   snprintf(t->local_message, sizeof(t->local_message),
            "SHA-256 mismatch: expected %s, got %s", want, got);
   return CT_E_CHECKSUM;
+}
+
+uint64_t ct_loop_checksum_bytes_read(const struct ct_loop *loop)
+{
+  return __atomic_load_n(&loop->checksum_read, __ATOMIC_RELAXED);
 }

@@ -49,6 +49,11 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     return;
   }
   t = cti_loop_find(loop, c->id);
+  if(t && c->kind == CTI_CMD_CANCEL && t->committing) {
+    /* Before the download is in place a cancel still wins (ct_loop.h). */
+    cti_transfer_cancel_commit(t, c->arg);
+    return;
+  }
   if(!t || t->phase >= CT_PHASE_FINISHING)
     return;          /* finished already: commands on it are no-ops */
   switch(c->kind) {

@@ -252,6 +252,13 @@ CURLcode cti_cookies_setup(struct cti_transfer *t)
     /* "" turns the cookie engine on without reading a file. */
     return curl_easy_setopt(e, CURLOPT_COOKIEFILE, "");
   }
+  /* A pooled handle keeps its options: a cookie transfer before may
+   * have turned the session cache off. */
+  if(!t->loop->config.share_tls_sessions) {
+    sc = curl_easy_setopt(e, CURLOPT_SSL_SESSIONID_CACHE, 1L);
+    if(sc != CURLE_OK)
+      return sc;
+  }
   /* Back on the loop's share: the handle has no cookie list now, so it
    * neither sends nor stores any (unless read-only gives it a copy). */
   sc = curl_easy_setopt(e, CURLOPT_SHARE, t->loop->share);

@@ -205,6 +205,13 @@ ct_code ct_code_for_curl_code(int32_t curl_code)
   return cti_code_from_curl_state((CURLcode)curl_code, NULL);
 }
 
+/*
+ * Every CURLMcode of curl 7.88, deliberately. A multi call fails for what
+ * happens inside this process, never for what the network did (that comes
+ * back per transfer as a CURLcode): so none of them is transport. Our
+ * misuse of libcurl and libcurl's own bugs are internal; a failure of the
+ * kernel facility curl polls or wakes with is system.
+ */
 ct_code cti_code_from_multi(CURLMcode mc)
 {
   switch(mc) {
@@ -212,9 +219,30 @@ ct_code cti_code_from_multi(CURLMcode mc)
     return CT_OK;
   case CURLM_OUT_OF_MEMORY:
     return CT_E_NO_MEMORY;
+  case CURLM_CALL_MULTI_PERFORM:    /* never returned since 7.20 */
+  case CURLM_BAD_HANDLE:            /* not our multi handle: our bug */
+  case CURLM_BAD_EASY_HANDLE:       /* not a valid easy handle: our bug */
+  case CURLM_INTERNAL_ERROR:        /* "this is a libcurl bug" */
+  case CURLM_BAD_SOCKET:            /* a socket curl does not know */
+  case CURLM_ADDED_ALREADY:         /* a handle added twice: our bug */
+  case CURLM_RECURSIVE_API_CALL:    /* called from inside a callback */
+  case CURLM_BAD_FUNCTION_ARGUMENT: /* our bug */
+  case CURLM_ABORTED_BY_CALLBACK:   /* one of our callbacks said stop */
+    return CT_E_INTERNAL;
+  case CURLM_UNKNOWN_OPTION:        /* this libcurl lacks the option */
+    return CT_E_UNSUPPORTED;
+  case CURLM_WAKEUP_FAILURE:        /* curl's wakeup pipe failed */
+  case CURLM_UNRECOVERABLE_POLL:    /* poll() itself failed */
+    return CT_E_SYSTEM;
+  case CURLM_LAST:
   default:
-    return CT_E_TRANSPORT;
+    return CT_E_INTERNAL;           /* codes added after 7.88 */
   }
+}
+
+ct_code ct_code_for_curl_multi_code(int32_t multi_code)
+{
+  return cti_code_from_multi((CURLMcode)multi_code);
 }
 
 void cti_copy_message(char *dst, size_t cap, const char *src)

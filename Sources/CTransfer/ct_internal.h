@@ -17,6 +17,7 @@
 #define CTI_DEFAULT_PROGRESS_MS 16
 #define CTI_FILE_READ_BLOCK (2u * 1024u * 1024u)
 #define CTI_EASY_POOL 256
+#define CTI_BIG_RECV_BUFFER (512u * 1024u)  /* file, discard: bulk bodies */
 /* Limits (issue 11): memory and disk follow the bytes that really came,
  * never what the server announced. */
 #define CTI_MEM_FIRST_RESERVE (1u << 20)    /* memory sink, from a length */
@@ -106,7 +107,10 @@ struct cti_job {
   void (*done)(struct cti_job *job);   /* may free the job */
   void *owner;
   const char *gate_path;     /* tests only: see ct_worker.c; NULL: none */
+  int gate;                  /* which test gate: CTI_GATE_* */
 };
+#define CTI_GATE_COMMIT 0    /* TRANSFER_TEST_COMMIT_GATE: commits */
+#define CTI_GATE_FILE   1    /* TRANSFER_TEST_FILE_GATE: head, settle */
 
 struct cti_worker;
 
@@ -225,11 +229,31 @@ struct cti_transfer {
   uint64_t trust_generation;      /* of the CAINFO marker now set */
   struct curl_slist *resolve;     /* CURLOPT_RESOLVE entries */
   struct cti_proxy *proxy;        /* ct_proxy.c; NULL: the environment's */
+  uint64_t profile;               /* key of its easy options; 0: none */
+  /* At the final head, the file work it needs (the digest of a resumed
+   * prefix, the first journal) runs on the worker as `head_job`; until
+   * its done no body byte is written (CT_PAUSE_FILE). The worker reports
+   * in head_code/head_errno/head_failed, never in local_code. */
+  int head_pending;
+  struct cti_head_work {
+    struct cti_job job;
+    int64_t prefix;          /* bytes of the part file to hash first */
+    int64_t durable;         /* what the first journal claims */
+    int journal;             /* the first journal is due */
+    ct_code code;            /* worker: the prefix's digest failed */
+    int err;
+    const char *failed;
+    int journal_err;         /* worker: the journal's errno, or 0 */
+    const char *journal_what;
+  } head;
   /* Inside CT_PHASE_FINISHING: the commit (fsync, rename, folder fsync,
    * the journal's last write) runs on the worker; until its job is done
    * the loop neither touches the sink nor reports nor frees the transfer
    * (ct_worker.c), and retire() is deferred to the job's end. */
   int committing;
+  int delivering;           /* the job commits a success (not a settle) */
+  int cancel_commit;        /* atomic: 1 + keep_partial, a cancel that
+                               came while committing (ct_loop.h) */
   int retire_clean;         /* retire()'s `clean`, kept while committing */
   struct cti_job commit_job;
   ct_code commit_code;
@@ -240,8 +264,14 @@ struct cti_transfer {
 ct_code cti_transfer_create(struct ct_loop *loop,
                             const struct ct_transfer_spec *spec, void *ctx,
                             struct cti_transfer **out);
-/* Configure the easy handle; on failure fills local_code/message. */
-ct_code cti_transfer_setup(struct cti_transfer *t);
+/* Before an easy handle is taken: open the body file, add If-Range, and
+ * compute t->profile, the key of the options that follow from the kind
+ * of transfer (ct_request.c). On failure fills local_code/message. */
+ct_code cti_transfer_prepare(struct cti_transfer *t);
+/* Configure t->easy: the profile's options unless `configured` (the handle
+ * was last set up with t->profile), then the per-request ones. On failure
+ * fills local_code/message. */
+ct_code cti_transfer_setup(struct cti_transfer *t, int configured);
 /* Build the result and call on_finish exactly once; frees nothing. */
 void cti_transfer_finish(struct cti_transfer *t, CURLcode cc);
 void cti_transfer_finish_code(struct cti_transfer *t, ct_code code,
@@ -269,6 +299,8 @@ static inline void cti_counter_store(int64_t *field, int64_t value)
 int cti_transfer_redirect_followed(struct cti_transfer *t);
 /* ct_response.c: the final head came: open the sink, call on_response. */
 void cti_transfer_deliver_head(struct cti_transfer *t);
+/* ct_result.c: a cancel came while the commit job runs (ct_loop.h). */
+void cti_transfer_cancel_commit(struct cti_transfer *t, int keep_partial);
 /* libcurl callbacks, installed by cti_transfer_setup (ct_request.c). */
 size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp);
 size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp);
@@ -338,9 +370,20 @@ struct cti_journal;
 /* Set up the journal of `t` from its spec (no file is touched yet). */
 ct_code cti_journal_create(struct cti_transfer *t,
                            const struct ct_transfer_spec *spec);
-/* The part file was opened for the final response: record its validators
- * and the offset it starts at. */
-ct_code cti_journal_on_head(struct cti_transfer *t);
+/* The part file was opened for the final response: take its validators
+ * for the first journal (loop thread). 1: that journal is due, written
+ * by cti_journal_head_write on the worker; 0: none; -1: no memory (the
+ * transfer's local error is set). */
+int cti_journal_on_head(struct cti_transfer *t);
+/* Worker (head job): stop an earlier sync thread, install the validators
+ * and write the first journal claiming `durable`. 0 or an errno, with
+ * `*what` naming the step. */
+int cti_journal_head_write(struct cti_journal *j, int64_t durable,
+                           const char **what);
+/* Loop thread, after the head job: record the journal written (err 0) or
+ * fail the transfer with what went wrong. */
+ct_code cti_journal_head_done(struct cti_transfer *t, int64_t durable,
+                              int err, const char *what);
 /* After body bytes went to the sink: every interval, flush + fdatasync the
  * part file, then replace the journal. */
 ct_code cti_journal_after_write(struct cti_transfer *t);
@@ -354,17 +397,18 @@ void cti_journal_free(struct cti_journal *j);
 struct cti_checksum;
 
 ct_code cti_checksum_create(struct cti_transfer *t, const uint8_t *expected);
-/* The final response starts the body at resume_offset: reset. A resumed
- * body (resume_offset > 0) is then "deferred": not hashed as it is
- * written; cti_checksum_verify hashes the whole part file instead. */
-ct_code cti_checksum_on_head(struct cti_transfer *t);
-/* Whether verify must read the part file back (blocking: worker only). */
-int cti_checksum_deferred(struct cti_transfer *t);
+/* The final response starts the body at resume_offset: reset. Returns
+ * the length of the prefix the part file already holds (resume_offset),
+ * which cti_checksum_hash_prefix must hash before any new byte; 0: none. */
+int64_t cti_checksum_on_head(struct cti_transfer *t);
+/* Worker (head job): hash [0, end) of the part file at `path`, once.
+ * CT_OK, or CT_E_SINK_IO / CT_E_NO_MEMORY with *err and *failed set. */
+ct_code cti_checksum_hash_prefix(struct cti_transfer *t, const char *path,
+                                 int64_t end, int *err, const char **failed);
 void cti_checksum_update(struct cti_transfer *t, const void *data,
                          size_t len);
 /* CT_OK when the digest matches, else CT_E_CHECKSUM with local_code and
- * local_message set (both digests in hex); CT_E_SINK_IO when a deferred
- * digest cannot read the part file. */
+ * local_message set (both digests in hex). Reads no file. */
 ct_code cti_checksum_verify(struct cti_transfer *t);
 void cti_checksum_free(struct cti_checksum *c);
 
@@ -401,7 +445,6 @@ struct ct_loop {
   CURLSH *share;
   struct cti_tls_state *tls;
   int epfd;
-  int timerfd;
   int eventfd;
   pthread_t thread;
   int thread_started;
@@ -414,6 +457,7 @@ struct ct_loop {
   int free_on_exit;              /* destroyed from its own thread */
 
   int run_timeout_now;
+  int64_t curl_deadline;         /* monotonic ms of curl's timeout; -1 */
   int stop;
   struct cti_transfer *all;      /* every transfer the loop owns */
   struct cti_transfer **buckets; /* id hash */
@@ -423,8 +467,11 @@ struct ct_loop {
   struct cti_tracked_socket *sockets;  /* ct_tls_sockets.c, by fd */
   size_t socket_cap;
   size_t stale_sockets;          /* old-generation sockets still in use */
-  CURL *easy_pool[CTI_EASY_POOL];  /* reset handles kept for reuse */
+  CURL *easy_pool[CTI_EASY_POOL];  /* handles kept for reuse, set up */
+  uint64_t easy_profile[CTI_EASY_POOL];  /* ... with this profile */
   int easy_pool_count;
+  uint64_t setopt_calls;         /* atomic, one writer: curl_easy_setopt */
+  uint64_t checksum_read;        /* atomic: part-file bytes read to hash */
 
   uint64_t next_id;              /* atomic */
   int64_t active;                /* atomic: submitted, not finished */
@@ -458,12 +505,24 @@ void cti_loop_fail(struct ct_loop *loop, struct cti_transfer *t,
 void cti_loop_cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
                               int keep_partial, ct_code code);
 
-/* ct_pool.c, loop thread: a reset handle from the pool, or a new one. */
-CURL *cti_easy_take(struct ct_loop *loop);
+/* ct_pool.c, loop thread: a pooled handle last set up with `profile`
+ * (*configured = 1: only the per-request options are needed), else a
+ * reset one from the pool or a new one (*configured = 0). Profile 0
+ * matches nothing. NULL: out of memory. */
+CURL *cti_easy_take(struct ct_loop *loop, uint64_t profile, int *configured);
 /* Whether `easy` may go back to the pool after CURLMSG_DONE with `cc`. */
 int cti_easy_ended_clean(CURL *easy, CURLcode cc);
-/* Pool `easy` (reset) when `clean` and there is room, else clean it up. */
-void cti_easy_give_back(struct ct_loop *loop, CURL *easy, int clean);
+/* Pool `easy`, set up with `profile`, when `clean` and there is room,
+ * else clean it up. */
+void cti_easy_give_back(struct ct_loop *loop, CURL *easy, uint64_t profile,
+                        int clean);
+/* One more curl_easy_setopt call (ct_loop_setopt_calls). Loop thread. */
+static inline void cti_count_setopt(struct ct_loop *loop)
+{
+  __atomic_store_n(&loop->setopt_calls,
+                   __atomic_load_n(&loop->setopt_calls, __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELAXED);
+}
 
 /* --- ct_tls_sockets.c ------------------------------------------------- */
 

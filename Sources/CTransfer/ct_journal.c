@@ -29,10 +29,10 @@
  * (pwrite returned); fdatasync on a dup of the part file's fd covers every
  * byte written before the call, so the claim stays true while the loop goes
  * on writing beyond it. The first journal (at the response head) is
- * written on the loop thread, after the sync thread has stopped (TODO
- * issue 12: move it off the loop too); the last one (when the transfer
- * ends) on the loop's file worker after a commit (ct_worker.c), else on the
- * loop thread.
+ * written on the loop's file worker (ct_worker.c) while the transfer holds
+ * its body (CT_PAUSE_FILE: no byte of the response is written before it);
+ * the last one (when the transfer ends) on the worker too, by the job that
+ * commits or settles the file. None of them blocks the loop thread.
  */
 #define _GNU_SOURCE
 #include "ct_internal.h"
@@ -78,6 +78,15 @@ struct cti_journal {
   int64_t claimed;       /* `durable` of the last journal written; -1 */
   int worker_errno;      /* first failure of the sync thread */
   const char *worker_what;
+
+  /* The validators of the response whose head came, handed by the loop
+   * (cti_journal_on_head) to the worker (cti_journal_head_write). */
+  char *next_url;
+  char *next_etag;
+  char *next_last_modified;
+  int64_t next_range_start;
+  int64_t next_range_end;
+  int64_t next_length;
 };
 
 ct_code cti_journal_create(struct cti_transfer *t,
@@ -149,6 +158,9 @@ void cti_journal_free(struct cti_journal *j)
   free(j->url);
   free(j->etag);
   free(j->last_modified);
+  free(j->next_url);
+  free(j->next_etag);
+  free(j->next_last_modified);
   free(j);
 }
 
@@ -247,24 +259,6 @@ static int write_journal(struct cti_journal *j, int64_t durable,
   return 0;
 }
 
-/* Loop thread: write now, and fail the transfer if that does not work. */
-static ct_code write_now(struct cti_transfer *t, int64_t durable)
-{
-  struct cti_journal *j = t->journal;
-  const char *what = "write";
-  int err = write_journal(j, durable, &what);
-  if(err) {
-    fail(t, err, what);
-    return CT_E_SINK_IO;
-  }
-  pthread_mutex_lock(&j->lock);
-  j->claimed = durable;
-  pthread_mutex_unlock(&j->lock);
-  j->asked = durable;
-  j->last_time = cti_now();
-  return CT_OK;
-}
-
 static void *sync_main(void *arg)
 {
   struct cti_journal *j = arg;
@@ -299,34 +293,73 @@ static void *sync_main(void *arg)
   return NULL;
 }
 
-ct_code cti_journal_on_head(struct cti_transfer *t)
+int cti_journal_on_head(struct cti_transfer *t)
 {
   struct cti_journal *j = t->journal;
   if(!j || t->sink.fd < 0)
-    return CT_OK;
-  /* A new response (a restart after a redirect or a 200): the sync thread
-   * of an earlier one must not write under the new validators. */
+    return 0;
+  free(j->next_url);
+  free(j->next_etag);
+  free(j->next_last_modified);
+  j->next_url = cti_strdup(t->url);
+  j->next_etag = cti_strdup(t->etag);
+  j->next_last_modified = cti_strdup(t->last_modified);
+  j->next_range_start = t->range_start;
+  j->next_range_end = t->range_end;
+  j->next_length = -1;
+  if(t->content_length >= 0 && t->range_start < 0)
+    j->next_length = t->content_length + t->resume_offset;
+  if(!j->next_url || (t->etag && !j->next_etag) ||
+     (t->last_modified && !j->next_last_modified)) {
+    fail(t, ENOMEM, "record");
+    return -1;
+  }
+  return 1;
+}
+
+int cti_journal_head_write(struct cti_journal *j, int64_t durable,
+                           const char **what)
+{
+  int err;
+  /* A new response: the sync thread of an earlier one must not write
+   * under the new validators (it reads them unlocked). */
   stop_worker(j);
   free(j->url);
   free(j->etag);
   free(j->last_modified);
-  j->url = cti_strdup(t->url);
-  j->etag = cti_strdup(t->etag);
-  j->last_modified = cti_strdup(t->last_modified);
-  j->range_start = t->range_start;
-  j->range_end = t->range_end;
-  j->length = -1;
-  if(t->content_length >= 0 && t->range_start < 0)
-    j->length = t->content_length + t->resume_offset;
-  if(!j->url) {
-    fail(t, ENOMEM, "record");
-    return CT_E_NO_MEMORY;
-  }
+  j->url = j->next_url;
+  j->etag = j->next_etag;
+  j->last_modified = j->next_last_modified;
+  j->next_url = j->next_etag = j->next_last_modified = NULL;
+  j->range_start = j->next_range_start;
+  j->range_end = j->next_range_end;
+  j->length = j->next_length;
   /* Nothing of this response is written yet: claim what the part file
    * held before it (the resume offset, or 0 after a restart), under the
    * validators of this response. A restart truncated the file first, so
    * an older journal claiming more is replaced before any new byte. */
-  return write_now(t, t->sink.durable);
+  err = write_journal(j, durable, what);
+  if(!err) {
+    pthread_mutex_lock(&j->lock);
+    j->claimed = durable;
+    pthread_mutex_unlock(&j->lock);
+  }
+  return err;
+}
+
+ct_code cti_journal_head_done(struct cti_transfer *t, int64_t durable,
+                              int err, const char *what)
+{
+  struct cti_journal *j = t->journal;
+  if(!j)
+    return CT_OK;
+  if(err) {
+    fail(t, err, what ? what : "write");
+    return CT_E_SINK_IO;
+  }
+  j->asked = durable;
+  j->last_time = cti_now();
+  return CT_OK;
 }
 
 static ct_code start_worker(struct cti_transfer *t)

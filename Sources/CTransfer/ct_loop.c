@@ -1,9 +1,11 @@
 /*
- * ct_loop.c - the event loop: one thread owning a CURLM, an epoll fd, a
- * timerfd for curl's timeout and an eventfd that other threads write to
- * when they queue a command (ct_command.c). Nothing polls: with no
- * transfers and no commands the thread sleeps in epoll_wait with no
- * timeout. Also the loop's lifecycle: create, destroy, free.
+ * ct_loop.c - the event loop: one thread owning a CURLM, an epoll fd and an
+ * eventfd that other threads write to when they queue a command
+ * (ct_command.c). curl's timeout is epoll_wait's timeout (no timerfd: that
+ * cost a timerfd_settime per curl timer change and a read per expiry).
+ * Nothing polls: with no transfers and no commands the thread sleeps in
+ * epoll_wait with no timeout. Also the loop's lifecycle: create, destroy,
+ * free.
  */
 #define _GNU_SOURCE
 #include "ct_internal.h"
@@ -14,7 +16,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_EVENTS 256
@@ -110,23 +112,45 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp,
   return 0;
 }
 
+/* Monotonic milliseconds. */
+static int64_t now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 {
   struct ct_loop *loop = userp;
-  struct itimerspec its;
   (void)multi;
-  memset(&its, 0, sizeof(its));
   if(timeout_ms == 0) {
     /* Never call curl from inside its own callback: flag it and let the
      * loop run the timeout right after the current dispatch. */
     loop->run_timeout_now = 1;
+    loop->curl_deadline = -1;
   }
-  else if(timeout_ms > 0) {
-    its.it_value.tv_sec = timeout_ms / 1000;
-    its.it_value.tv_nsec = (timeout_ms % 1000) * 1000000L;
-  }
-  timerfd_settime(loop->timerfd, 0, &its, NULL);   /* zero disarms */
+  else if(timeout_ms > 0)
+    loop->curl_deadline = now_ms() + timeout_ms;
+  else
+    loop->curl_deadline = -1;     /* -1: no timeout */
   return 0;
+}
+
+/* epoll_wait's timeout: 0 when curl's timeout is due, -1 when curl has
+ * none, else the milliseconds to its deadline (rounded up: waking early
+ * would only spin). */
+static int wait_ms(struct ct_loop *loop)
+{
+  int64_t left;
+  if(loop->run_timeout_now)
+    return 0;
+  if(loop->curl_deadline < 0)
+    return -1;
+  left = loop->curl_deadline - now_ms();
+  if(left <= 0)
+    return 0;
+  return left > 3600 * 1000 ? 3600 * 1000 : (int)left;
 }
 
 static void loop_free(struct ct_loop *loop);
@@ -140,16 +164,17 @@ static void *loop_main(void *arg)
 
   while(!loop->stop) {
     int i;
-    int n = epoll_wait(loop->epfd, events, MAX_EVENTS,
-                       loop->run_timeout_now ? 0 : -1);
+    int n = epoll_wait(loop->epfd, events, MAX_EVENTS, wait_ms(loop));
     __atomic_add_fetch(&loop->wakeups, 1, __ATOMIC_RELAXED);
     if(n < 0) {
       if(errno == EINTR)
         continue;
       break;         /* epoll itself failed: nothing sane to do but stop */
     }
-    if(loop->run_timeout_now) {
+    if(loop->run_timeout_now ||
+       (loop->curl_deadline >= 0 && loop->curl_deadline <= now_ms())) {
       loop->run_timeout_now = 0;
+      loop->curl_deadline = -1;    /* curl sets the next one, if any */
       socket_action(loop, CURL_SOCKET_TIMEOUT, 0);
     }
     for(i = 0; i < n; i++) {
@@ -157,13 +182,6 @@ static void *loop_main(void *arg)
       if(fd == loop->eventfd) {
         cti_command_drain(loop);
         cti_worker_collect(loop->worker);
-      }
-      else if(fd == loop->timerfd) {
-        uint64_t expirations;
-        while(read(loop->timerfd, &expirations, sizeof(expirations)) < 0 &&
-              errno == EINTR)
-          ;
-        socket_action(loop, CURL_SOCKET_TIMEOUT, 0);
       }
       else if(fd == loop->rate_timerfd) {
         cti_rate_on_timer(loop);
@@ -221,8 +239,6 @@ static void loop_free(struct ct_loop *loop)
   cti_tls_state_free(loop->tls);
   if(loop->epfd >= 0)
     close(loop->epfd);
-  if(loop->timerfd >= 0)
-    close(loop->timerfd);
   if(loop->eventfd >= 0)
     close(loop->eventfd);
   cti_rate_close(loop);
@@ -236,15 +252,11 @@ static ct_code open_fds(struct ct_loop *loop)
 {
   struct epoll_event ev;
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
-  loop->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
   loop->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if(loop->epfd < 0 || loop->timerfd < 0 || loop->eventfd < 0)
+  if(loop->epfd < 0 || loop->eventfd < 0)
     return CT_E_SYSTEM;
   memset(&ev, 0, sizeof(ev));
   ev.events = EPOLLIN;
-  ev.data.fd = loop->timerfd;
-  if(epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->timerfd, &ev) != 0)
-    return CT_E_SYSTEM;
   ev.data.fd = loop->eventfd;
   if(epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->eventfd, &ev) != 0)
     return CT_E_SYSTEM;
@@ -268,7 +280,8 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
   loop = calloc(1, sizeof(*loop));
   if(!loop)
     return CT_E_NO_MEMORY;
-  loop->epfd = loop->timerfd = loop->eventfd = -1;
+  loop->epfd = loop->eventfd = -1;
+  loop->curl_deadline = -1;
   loop->rate_timerfd = -1;
   pthread_mutex_init(&loop->lock, NULL);
   loop->config = *config;
@@ -391,4 +404,9 @@ int64_t ct_loop_active_count(const struct ct_loop *loop)
 uint64_t ct_loop_wakeups(const struct ct_loop *loop)
 {
   return __atomic_load_n(&loop->wakeups, __ATOMIC_RELAXED);
+}
+
+uint64_t ct_loop_setopt_calls(const struct ct_loop *loop)
+{
+  return __atomic_load_n(&loop->setopt_calls, __ATOMIC_RELAXED);
 }

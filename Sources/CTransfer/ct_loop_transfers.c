@@ -88,7 +88,7 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
   cti_transfer_set_phase(t, CT_PHASE_DONE, "retired");
   if(t->easy) {
     cti_cookies_done(t);   /* ct_cookies.c: before the pool resets it */
-    cti_easy_give_back(loop, t->easy, clean);
+    cti_easy_give_back(loop, t->easy, t->profile, clean);
     t->easy = NULL;
   }
   table_remove(loop, t);
@@ -132,14 +132,21 @@ void cti_loop_add(struct ct_loop *loop, struct cti_transfer *t)
 {
   CURLMcode mc;
   ct_code rc;
+  int configured = 0;
   cti_loop_insert(loop, t);
-  t->easy = cti_easy_take(loop);
+  rc = cti_transfer_prepare(t);
+  if(rc != CT_OK) {
+    cti_transfer_finish_code(t, rc, "invalid request");
+    retire(loop, t, 0);
+    return;
+  }
+  t->easy = cti_easy_take(loop, t->profile, &configured);
   if(!t->easy) {
     cti_transfer_finish_code(t, CT_E_NO_MEMORY, "cannot create a transfer");
     retire(loop, t, 0);
     return;
   }
-  rc = cti_transfer_setup(t);
+  rc = cti_transfer_setup(t, configured);
   if(rc != CT_OK) {
     cti_transfer_finish_code(t, rc, "invalid request");
     retire(loop, t, 1);         /* never added: curl did not run it */

@@ -43,11 +43,12 @@ uint64_t ct_loop_illegal_transitions(const struct ct_loop *loop)
 
 static void pause_text(uint32_t paused, char *out, size_t cap)
 {
-  snprintf(out, cap, "%s%s%s%s%s", paused ? "" : "-",
+  snprintf(out, cap, "%s%s%s%s%s%s", paused ? "" : "-",
            (paused & CT_PAUSE_USER) ? "U" : "",
            (paused & CT_PAUSE_DISPOSITION) ? "D" : "",
            (paused & CT_PAUSE_RATE) ? "R" : "",
-           (paused & CT_PAUSE_SOURCE) ? "S" : "");
+           (paused & CT_PAUSE_SOURCE) ? "S" : "",
+           (paused & CT_PAUSE_FILE) ? "F" : "");
 }
 
 static void trace(struct cti_transfer *t, ct_phase from, uint32_t before,

@@ -86,6 +86,7 @@ fail:
 }
 
 #define SETOPT(opt, val) do {                                   \
+    cti_count_setopt(t->loop);                                  \
     if((sc = curl_easy_setopt(e, opt, val)) != CURLE_OK)        \
       return sc;                                                \
   } while(0)

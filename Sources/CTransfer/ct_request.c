@@ -107,172 +107,151 @@ static CURLcode ssl_ctx_cb(CURL *easy, void *ssl_ctx, void *userp)
                                          &t->verdict);
 }
 
+static void trust_marker(struct cti_transfer *t, char *out, size_t cap)
+{
+  snprintf(out, cap, "ct-trust:%llu:%d:%016llx",
+           (unsigned long long)t->loop->trust_generation,
+           (t->flags & CT_FLAG_INSECURE) ? 1 : 0,
+           (unsigned long long)hash_string(t->ca_file));
+}
+
 ct_code cti_transfer_set_trust_marker(struct cti_transfer *t)
 {
   char marker[96];
 
-  snprintf(marker, sizeof(marker), "ct-trust:%llu:%d:%016llx",
-           (unsigned long long)t->loop->trust_generation,
-           (t->flags & CT_FLAG_INSECURE) ? 1 : 0,
-           (unsigned long long)hash_string(t->ca_file));
+  trust_marker(t, marker, sizeof(marker));
+  cti_count_setopt(t->loop);
   if(curl_easy_setopt(t->easy, CURLOPT_CAINFO, marker) != CURLE_OK)
     return CT_E_NO_MEMORY;
   t->trust_generation = t->loop->trust_generation;
   return CT_OK;
 }
 
-#define SETOPT(opt, val) do {                                   \
-    if((sc = curl_easy_setopt(e, opt, val)) != CURLE_OK) goto badopt; \
-  } while(0)
+/*
+ * The options of an easy handle come in two kinds (issue 12, the pool):
+ *
+ *  - the profile: every option that follows from the kind of transfer
+ *    (memory GET, file or discard sink, upload and its body kind, method,
+ *    redirects, limits, HTTP version, TLS trust, client certificate,
+ *    credentials). set_profile() runs twice over the same code: first it
+ *    only hashes each (option, value) into a key, then, unless the handle
+ *    from the pool was set up with that very key, it resets the handle
+ *    and applies them. Any option set there is part of the key by
+ *    construction, so a handle is reused as is only when the same options
+ *    would be set again. A transfer with an explicit proxy has no key (0):
+ *    its handle is always reset and set up in full.
+ *  - per request: what names this transfer (URL, headers, range, body,
+ *    the private pointer and every callback's user data), set every time
+ *    by set_request(), to NULL where the transfer has none, so nothing of
+ *    the previous transfer on the handle survives.
+ *
+ * A new option goes in set_profile when its value follows from the kind of
+ * transfer, in set_request when it points into the transfer or changes
+ * per request (and must then be set, or cleared, on every request).
+ */
+struct profile_run {
+  CURL *e;
+  int apply;            /* 0: hash into key; 1: curl_easy_setopt */
+  uint64_t key;
+  struct ct_loop *loop; /* counts the setopt calls */
+};
 
-ct_code cti_transfer_setup(struct cti_transfer *t)
+static void mix(struct profile_run *r, uint64_t v)
 {
-  CURL *e = t->easy;
+  int i;
+  for(i = 0; i < 8; i++) {              /* FNV-1a, a byte at a time */
+    r->key ^= (v >> (8 * i)) & 0xff;
+    r->key *= 1099511628211ULL;
+  }
+}
+
+/* One option of the profile; `set` is the setopt expression (typed by the
+ * caller's macro), `v` what identifies its value. */
+#define PROFILE(opt, val, v) do {                                     \
+    if(r->apply) {                                                    \
+      cti_count_setopt(r->loop);                                      \
+      if((sc = curl_easy_setopt(r->e, opt, val)) != CURLE_OK)         \
+        goto badopt;                                                  \
+    }                                                                 \
+    else {                                                            \
+      mix(r, (uint64_t)(opt));                                        \
+      mix(r, (uint64_t)(v));                                          \
+    }                                                                 \
+  } while(0)
+#define PLONG(opt, val) PROFILE(opt, (long)(val), (long)(val))
+#define PSTR(opt, val) PROFILE(opt, (const char *)(val), hash_string(val))
+#define PFUNC(opt, fn) PROFILE(opt, fn, 1)
+
+static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
+{
   CURLcode sc = CURLE_OK;
   long httpver;
   int has_body = t->body_kind != CT_BODY_NONE;
-  int big_sink = t->sink.kind == CT_SINK_FILE ||
-    t->sink.kind == CT_SINK_DISCARD;
+  char marker[96];
 
-  SETOPT(CURLOPT_PRIVATE, t);
-  SETOPT(CURLOPT_ERRORBUFFER, t->errbuf);
-  SETOPT(CURLOPT_NOSIGNAL, 1L);
-  SETOPT(CURLOPT_URL, t->url);
-  SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
-  SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  SETOPT(CURLOPT_SHARE, t->loop->share);
-  sc = cti_cookies_setup(t);   /* ct_cookies.c: share and cookie engine */
-  if(sc != CURLE_OK)
-    goto badopt;
-  SETOPT(CURLOPT_WRITEFUNCTION, cti_write_cb);
-  SETOPT(CURLOPT_WRITEDATA, t);
-  SETOPT(CURLOPT_HEADERFUNCTION, cti_header_cb);
-  SETOPT(CURLOPT_HEADERDATA, t);
+  /* The same for every transfer of the loop. */
+  PLONG(CURLOPT_NOSIGNAL, 1L);
+  PSTR(CURLOPT_PROTOCOLS_STR, "http,https");
+  PSTR(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  PROFILE(CURLOPT_SHARE, t->loop->share, 1);
+  PFUNC(CURLOPT_WRITEFUNCTION, cti_write_cb);
+  PFUNC(CURLOPT_HEADERFUNCTION, cti_header_cb);
+  PFUNC(CURLOPT_XFERINFOFUNCTION, cti_xferinfo_cb);
+  /* The fast path leaves libcurl's progress meter off (CT_FLAG_NO_PROGRESS). */
+  PLONG(CURLOPT_NOPROGRESS, (t->flags & CT_FLAG_NO_PROGRESS) ? 1L : 0L);
   if(t->flags & CT_FLAG_TRACE) {
-    /* Only when asked: a debug function costs a call per curl message. */
-    SETOPT(CURLOPT_DEBUGFUNCTION, cti_debug_cb);
-    SETOPT(CURLOPT_DEBUGDATA, t);
-    SETOPT(CURLOPT_VERBOSE, 1L);
+    /* Only when asked: a debug function costs a call per curl message
+     * (its data pointer is per request: set_request). */
+    PFUNC(CURLOPT_DEBUGFUNCTION, cti_debug_cb);
+    PLONG(CURLOPT_VERBOSE, 1L);
   }
-  SETOPT(CURLOPT_XFERINFOFUNCTION, cti_xferinfo_cb);
-  SETOPT(CURLOPT_XFERINFODATA, t);
-  SETOPT(CURLOPT_NOPROGRESS, (t->flags & CT_FLAG_NO_PROGRESS) ? 1L : 0L);
-  t->recv_buffer = CURL_MAX_WRITE_SIZE;
-  if(big_sink) {
-    SETOPT(CURLOPT_BUFFERSIZE, 512L * 1024L);
-    t->recv_buffer = 512u * 1024u;
-  }
-  if(t->headers)
-    SETOPT(CURLOPT_HTTPHEADER, t->headers);
-  if(t->resolve)
-    SETOPT(CURLOPT_RESOLVE, t->resolve);
-  if(t->proxy_headers) {
-    SETOPT(CURLOPT_PROXYHEADER, t->proxy_headers);
-    SETOPT(CURLOPT_HEADEROPT, (long)CURLHEADER_SEPARATE);
-  }
+  if(t->recv_buffer != CURL_MAX_WRITE_SIZE)
+    PLONG(CURLOPT_BUFFERSIZE, t->recv_buffer);
+  if(t->proxy_headers)
+    PLONG(CURLOPT_HEADEROPT, CURLHEADER_SEPARATE);
 
   if(t->flags & CT_FLAG_FOLLOW_REDIRECTS) {
-    SETOPT(CURLOPT_FOLLOWLOCATION, 1L);
-    SETOPT(CURLOPT_MAXREDIRS, 16L);
+    PLONG(CURLOPT_FOLLOWLOCATION, 1L);
+    PLONG(CURLOPT_MAXREDIRS, 16L);
   }
   if(!(t->flags & CT_FLAG_NO_DECOMPRESS) && t->resume_offset == 0 &&
      t->range_start < 0)
-    SETOPT(CURLOPT_ACCEPT_ENCODING, "");
+    PSTR(CURLOPT_ACCEPT_ENCODING, "");
 
-  /* Method and body. */
+  /* Method and body kind (the body itself is per request). */
   if(t->flags & CT_FLAG_NO_BODY)
-    SETOPT(CURLOPT_NOBODY, 1L);
+    PLONG(CURLOPT_NOBODY, 1L);
   if(has_body) {
-    if(t->body_kind == CT_BODY_FILE) {
-      t->body_fd = open(t->body_path, O_RDONLY | O_CLOEXEC);
-      if(t->body_fd < 0) {
-        cti_transfer_set_error(t, CT_E_INVALID_REQUEST, errno,
-                               "cannot open the body file");
-        return CT_E_INVALID_REQUEST;
-      }
-      if(t->body_length < 0) {
-        off_t end = lseek(t->body_fd, 0, SEEK_END);
-        if(end >= 0 && end >= t->body_offset)
-          t->body_length = end - t->body_offset;
-      }
-      (void)posix_fadvise(t->body_fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    }
-    cti_counter_store(&t->counters->bytes_expected_to_send, t->body_length);
-    SETOPT(CURLOPT_POST, 1L);
-    if(t->body_kind == CT_BODY_MEMORY) {
-      /* Borrowed, not copied: the owner keeps it alive until finish. */
-      SETOPT(CURLOPT_POSTFIELDS, t->body_mem ? t->body_mem : "");
-      SETOPT(CURLOPT_POSTFIELDSIZE_LARGE,
-             (curl_off_t)(t->body_length > 0 ? t->body_length : 0));
-    }
-    else {
-      SETOPT(CURLOPT_READFUNCTION, cti_read_cb);
-      SETOPT(CURLOPT_READDATA, t);
-      SETOPT(CURLOPT_SEEKFUNCTION, cti_seek_cb);
-      SETOPT(CURLOPT_SEEKDATA, t);
-      SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->body_length);
-      SETOPT(CURLOPT_UPLOAD_BUFFERSIZE, (long)CTI_FILE_READ_BLOCK);
+    PLONG(CURLOPT_POST, 1L);
+    if(t->body_kind != CT_BODY_MEMORY) {
+      PFUNC(CURLOPT_READFUNCTION, cti_read_cb);
+      PFUNC(CURLOPT_SEEKFUNCTION, cti_seek_cb);
+      PLONG(CURLOPT_UPLOAD_BUFFERSIZE, CTI_FILE_READ_BLOCK);
     }
   }
   if(t->method) {
     if(strcmp(t->method, "HEAD") == 0)
-      SETOPT(CURLOPT_NOBODY, 1L);
+      PLONG(CURLOPT_NOBODY, 1L);
     else if(!(strcmp(t->method, "GET") == 0 && !has_body) &&
             !(strcmp(t->method, "POST") == 0 && has_body))
-      SETOPT(CURLOPT_CUSTOMREQUEST, t->method);
-  }
-
-  /* Resume and segments. */
-  if(t->range_start >= 0) {
-    char range[64];
-    if(t->range_end >= 0)
-      snprintf(range, sizeof(range), "%lld-%lld",
-               (long long)(t->range_start + t->resume_offset),
-               (long long)t->range_end);
-    else
-      snprintf(range, sizeof(range), "%lld-",
-               (long long)(t->range_start + t->resume_offset));
-    SETOPT(CURLOPT_RANGE, range);
-  }
-  else if(t->resume_offset > 0) {
-    char range[64];
-    /* CURLOPT_RANGE, not RESUME_FROM: a 200 reply must restart cleanly
-     * instead of failing with "server does not support byte ranges". */
-    snprintf(range, sizeof(range), "%lld-", (long long)t->resume_offset);
-    SETOPT(CURLOPT_RANGE, range);
-  }
-  if(t->range_start >= 0 || t->resume_offset > 0) {
-    /* Segments too: every range must come from the same version. */
-    if(t->if_range) {
-      char *line = NULL;
-      struct curl_slist *n;
-      if(asprintf(&line, "If-Range: %s", t->if_range) < 0)
-        return CT_E_NO_MEMORY;
-      n = curl_slist_append(t->headers, line);
-      free(line);
-      if(!n)
-        return CT_E_NO_MEMORY;
-      t->headers = n;
-      SETOPT(CURLOPT_HTTPHEADER, t->headers);
-    }
+      PSTR(CURLOPT_CUSTOMREQUEST, t->method);
   }
 
   /* Limits. */
-  SETOPT(CURLOPT_MAXREDIRS, (long)(t->spec.max_redirects >= 0 ?
-                                   t->spec.max_redirects : 16));
-  SETOPT(CURLOPT_CONNECTTIMEOUT_MS, (long)(t->spec.connect_timeout_ms > 0 ?
-                                           t->spec.connect_timeout_ms :
-                                           CTI_DEFAULT_CONNECT_TIMEOUT_MS));
+  PLONG(CURLOPT_MAXREDIRS, t->spec.max_redirects >= 0 ?
+        t->spec.max_redirects : 16);
+  PLONG(CURLOPT_CONNECTTIMEOUT_MS, t->spec.connect_timeout_ms > 0 ?
+        t->spec.connect_timeout_ms : CTI_DEFAULT_CONNECT_TIMEOUT_MS);
   if(t->spec.timeout_ms > 0)
-    SETOPT(CURLOPT_TIMEOUT_MS, (long)t->spec.timeout_ms);
+    PLONG(CURLOPT_TIMEOUT_MS, t->spec.timeout_ms);
   if(t->spec.low_speed_limit > 0 && t->spec.low_speed_time_s > 0) {
-    SETOPT(CURLOPT_LOW_SPEED_LIMIT, (long)t->spec.low_speed_limit);
-    SETOPT(CURLOPT_LOW_SPEED_TIME, (long)t->spec.low_speed_time_s);
+    PLONG(CURLOPT_LOW_SPEED_LIMIT, t->spec.low_speed_limit);
+    PLONG(CURLOPT_LOW_SPEED_TIME, t->spec.low_speed_time_s);
   }
   /* max_recv_speed / max_send_speed: ct_ratelimit.c (see HTTP version). */
   if(t->userpwd) {
-    SETOPT(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-    SETOPT(CURLOPT_USERPWD, t->userpwd);
+    PLONG(CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    PSTR(CURLOPT_USERPWD, t->userpwd);
   }
 
   /* HTTP version: ALPN decides by default; h2c upgrades are never tried. */
@@ -288,7 +267,7 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     break;
   }
   httpver = cti_rate_http_version(t, httpver);   /* ct_ratelimit.c */
-  SETOPT(CURLOPT_HTTP_VERSION, httpver);
+  PLONG(CURLOPT_HTTP_VERSION, httpver);
   /* Wait for a connection that may multiplex only where one can: HTTP/2
    * comes from ALPN over TLS. On cleartext HTTP/1.1 PIPEWAIT would make
    * transfers to one host queue behind each other instead of opening
@@ -296,7 +275,7 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   if(t->loop->config.multiplex && httpver != CURL_HTTP_VERSION_1_1 &&
      httpver != CURL_HTTP_VERSION_1_0 &&
      strncasecmp(t->url, "https:", 6) == 0)
-    SETOPT(CURLOPT_PIPEWAIT, 1L);
+    PLONG(CURLOPT_PIPEWAIT, 1L);
 
   /* TLS: verification is ours (ct_tls.c), done in OpenSSL's verify step
    * with anchors loaded once per loop. libcurl must neither load the CA
@@ -304,29 +283,184 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
    * CAINFO marker is never loaded successfully; it only keeps connections
    * made under different trust settings (insecure, another CA file, an
    * older policy) from being reused by each other. */
-  SETOPT(CURLOPT_SSL_VERIFYPEER, 0L);
-  SETOPT(CURLOPT_SSL_VERIFYHOST, 0L);
-  SETOPT(CURLOPT_CAPATH, NULL);
-  if(cti_transfer_set_trust_marker(t) != CT_OK)
-    goto badopt;
+  PLONG(CURLOPT_SSL_VERIFYPEER, 0L);
+  PLONG(CURLOPT_SSL_VERIFYHOST, 0L);
+  PSTR(CURLOPT_CAPATH, NULL);
+  trust_marker(t, marker, sizeof(marker));
+  PSTR(CURLOPT_CAINFO, marker);
   /* Track the sockets: a policy change closes idle ones made before. */
-  SETOPT(CURLOPT_OPENSOCKETFUNCTION, cti_tls_open_socket);
-  SETOPT(CURLOPT_OPENSOCKETDATA, t);
-  SETOPT(CURLOPT_CLOSESOCKETFUNCTION, cti_tls_close_socket);
-  SETOPT(CURLOPT_CLOSESOCKETDATA, t->loop);
-  SETOPT(CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_cb);
-  SETOPT(CURLOPT_SSL_CTX_DATA, t);
+  PFUNC(CURLOPT_OPENSOCKETFUNCTION, cti_tls_open_socket);
+  PFUNC(CURLOPT_CLOSESOCKETFUNCTION, cti_tls_close_socket);
+  PROFILE(CURLOPT_CLOSESOCKETDATA, t->loop, 1);
+  PFUNC(CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_cb);
   if(t->client_cert) {
-    SETOPT(CURLOPT_SSLCERT, t->client_cert);
-    SETOPT(CURLOPT_SSLCERTTYPE, "PEM");
+    PSTR(CURLOPT_SSLCERT, t->client_cert);
+    PSTR(CURLOPT_SSLCERTTYPE, "PEM");
   }
   if(t->client_key)
-    SETOPT(CURLOPT_SSLKEY, t->client_key);
-  sc = cti_proxy_setup(t);           /* ct_proxy.c */
+    PSTR(CURLOPT_SSLKEY, t->client_key);
+  if(r->apply) {
+    t->trust_generation = t->loop->trust_generation;
+    sc = cti_proxy_setup(t);           /* ct_proxy.c */
+  }
+badopt:
+  return sc;
+}
+
+#define SETOPT(opt, val) do {                                           \
+    cti_count_setopt(t->loop);                                          \
+    if((sc = curl_easy_setopt(e, opt, val)) != CURLE_OK) goto badopt;   \
+  } while(0)
+
+static CURLcode set_request(struct cti_transfer *t)
+{
+  CURL *e = t->easy;
+  CURLcode sc = CURLE_OK;
+  char range[64];
+  const char *ranged = NULL;
+
+  SETOPT(CURLOPT_PRIVATE, t);
+  SETOPT(CURLOPT_ERRORBUFFER, t->errbuf);
+  SETOPT(CURLOPT_URL, t->url);
+  SETOPT(CURLOPT_WRITEDATA, t);
+  SETOPT(CURLOPT_HEADERDATA, t);
+  SETOPT(CURLOPT_XFERINFODATA, t);
+  SETOPT(CURLOPT_OPENSOCKETDATA, t);
+  SETOPT(CURLOPT_SSL_CTX_DATA, t);
+  SETOPT(CURLOPT_HTTPHEADER, t->headers);
+  SETOPT(CURLOPT_PROXYHEADER, t->proxy_headers);
+  SETOPT(CURLOPT_RESOLVE, t->resolve);
+  if(t->flags & CT_FLAG_TRACE)
+    SETOPT(CURLOPT_DEBUGDATA, t);
+  /* Cookies differ per request (flags, a read-only copy of the jar): the
+   * jar's share or the loop's, set every time (ct_cookies.c). */
+  sc = cti_cookies_setup(t);
   if(sc != CURLE_OK)
     goto badopt;
-  return CT_OK;
+
+  /* Resume and segments. */
+  if(t->range_start >= 0) {
+    if(t->range_end >= 0)
+      snprintf(range, sizeof(range), "%lld-%lld",
+               (long long)(t->range_start + t->resume_offset),
+               (long long)t->range_end);
+    else
+      snprintf(range, sizeof(range), "%lld-",
+               (long long)(t->range_start + t->resume_offset));
+    ranged = range;
+  }
+  else if(t->resume_offset > 0) {
+    /* CURLOPT_RANGE, not RESUME_FROM: a 200 reply must restart cleanly
+     * instead of failing with "server does not support byte ranges". */
+    snprintf(range, sizeof(range), "%lld-", (long long)t->resume_offset);
+    ranged = range;
+  }
+  SETOPT(CURLOPT_RANGE, ranged);
+
+  /* The body: borrowed, not copied (the owner keeps it alive until
+   * finish), or read through cti_read_cb. */
+  if(t->body_kind == CT_BODY_MEMORY) {
+    SETOPT(CURLOPT_POSTFIELDS, t->body_mem ? t->body_mem : "");
+    SETOPT(CURLOPT_POSTFIELDSIZE_LARGE,
+           (curl_off_t)(t->body_length > 0 ? t->body_length : 0));
+  }
+  else if(t->body_kind != CT_BODY_NONE) {
+    SETOPT(CURLOPT_READDATA, t);
+    SETOPT(CURLOPT_SEEKDATA, t);
+    SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->body_length);
+  }
 badopt:
+  return sc;
+}
+
+/* Whether the body may be large, decided before the request goes out
+ * (curl takes CURLOPT_BUFFERSIZE before the head arrives, and allocates
+ * that buffer per transfer). Memory and stream sinks get curl's default
+ * 16 KiB: their bodies are mostly small, and a big one costs only more
+ * reads. File and discard sinks get 512 KiB, the size that keeps bulk
+ * downloads fast, unless the body is known small: no body (HEAD), or a
+ * range shorter than the buffer. */
+static int big_body(const struct cti_transfer *t)
+{
+  if(t->sink.kind != CT_SINK_FILE && t->sink.kind != CT_SINK_DISCARD)
+    return 0;
+  if((t->flags & CT_FLAG_NO_BODY) ||
+     (t->method && strcmp(t->method, "HEAD") == 0))
+    return 0;
+  if(t->range_start >= 0 && t->range_end >= 0 &&
+     t->range_end - (t->range_start + t->resume_offset) + 1 <
+     (int64_t)CTI_BIG_RECV_BUFFER)
+    return 0;
+  return 1;
+}
+
+ct_code cti_transfer_prepare(struct cti_transfer *t)
+{
+  struct profile_run r;
+  CURLcode sc;
+
+  /* What set_profile reads besides the spec. */
+  t->recv_buffer = big_body(t) ? CTI_BIG_RECV_BUFFER : CURL_MAX_WRITE_SIZE;
+  if(t->body_kind == CT_BODY_FILE) {
+    t->body_fd = open(t->body_path, O_RDONLY | O_CLOEXEC);
+    if(t->body_fd < 0) {
+      cti_transfer_set_error(t, CT_E_INVALID_REQUEST, errno,
+                             "cannot open the body file");
+      return CT_E_INVALID_REQUEST;
+    }
+    if(t->body_length < 0) {
+      off_t end = lseek(t->body_fd, 0, SEEK_END);
+      if(end >= 0 && end >= t->body_offset)
+        t->body_length = end - t->body_offset;
+    }
+    (void)posix_fadvise(t->body_fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  if(t->body_kind != CT_BODY_NONE)
+    cti_counter_store(&t->counters->bytes_expected_to_send, t->body_length);
+  if((t->range_start >= 0 || t->resume_offset > 0) && t->if_range) {
+    /* Segments too: every range must come from the same version. */
+    char *line = NULL;
+    struct curl_slist *n;
+    if(asprintf(&line, "If-Range: %s", t->if_range) < 0) {
+      cti_transfer_set_error(t, CT_E_NO_MEMORY, 0, "out of memory");
+      return CT_E_NO_MEMORY;
+    }
+    n = curl_slist_append(t->headers, line);
+    free(line);
+    if(!n) {
+      cti_transfer_set_error(t, CT_E_NO_MEMORY, 0, "out of memory");
+      return CT_E_NO_MEMORY;
+    }
+    t->headers = n;
+  }
+
+  memset(&r, 0, sizeof(r));
+  r.key = 1469598103934665603ULL;
+  sc = set_profile(t, &r);        /* hashes only: cannot fail */
+  t->profile = t->proxy ? 0 : (r.key ? r.key : 1);
+  (void)sc;
+  return CT_OK;
+}
+
+ct_code cti_transfer_setup(struct cti_transfer *t, int configured)
+{
+  CURLcode sc = CURLE_OK;
+
+  if(!configured) {
+    struct profile_run r;
+    memset(&r, 0, sizeof(r));
+    r.e = t->easy;
+    r.apply = 1;
+    r.loop = t->loop;
+    sc = set_profile(t, &r);
+  }
+  else
+    t->trust_generation = t->loop->trust_generation;
+  if(sc == CURLE_OK)
+    sc = set_request(t);
+  if(sc == CURLE_OK)
+    return CT_OK;
+  t->profile = 0;       /* half set up: reset before any reuse */
   if(sc == CURLE_OUT_OF_MEMORY) {
     cti_transfer_set_error(t, CT_E_NO_MEMORY, 0,
                            "out of memory setting an option");

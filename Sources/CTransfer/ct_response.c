@@ -83,6 +83,82 @@ int cti_transfer_redirect_followed(struct cti_transfer *t)
   return 1;
 }
 
+/* The file work of the final head, on the worker: the digest of the
+ * prefix a resumed download already has, then the first journal. */
+static void head_run(struct cti_job *job)            /* worker thread */
+{
+  struct cti_transfer *t = job->owner;
+  struct cti_head_work *h = &t->head;
+  h->code = CT_OK;
+  h->journal_err = 0;
+  if(h->prefix > 0)
+    h->code = cti_checksum_hash_prefix(t, t->sink.part_path, h->prefix,
+                                       &h->err, &h->failed);
+  if(h->code == CT_OK && h->journal)
+    h->journal_err = cti_journal_head_write(t->journal, h->durable,
+                                            &h->journal_what);
+}
+
+/* Its results, on the loop thread: record failures (the transfer's first
+ * local error) and whether the journal was written. */
+static void head_record(struct cti_transfer *t)
+{
+  struct cti_head_work *h = &t->head;
+  t->head_pending = 0;
+  if(h->code != CT_OK)
+    cti_transfer_set_error(t, h->code, h->err, h->failed);
+  else if(h->journal)
+    (void)cti_journal_head_done(t, h->durable, h->journal_err,
+                                h->journal_what);
+}
+
+static void head_done(struct cti_job *job)           /* loop thread */
+{
+  struct cti_transfer *t = job->owner;
+  if(t->phase >= CT_PHASE_FINISHING) {
+    /* Ended meanwhile: its file job, queued after this one, settles. */
+    t->head_pending = 0;
+    return;
+  }
+  head_record(t);
+  if(t->local_code != CT_OK) {
+    cti_loop_fail(t->loop, t, t->local_code, NULL);
+    return;
+  }
+  cti_transfer_pause(t, CT_PAUSE_FILE, 0, "head file work done");
+  /* Let curl pass the held body on now, not at an unrelated event. */
+  t->loop->run_timeout_now = 1;
+}
+
+/* The part file was opened for the final head: hand the file work the
+ * head needs to the worker. Until it is done the write callback holds the
+ * body (CT_PAUSE_FILE): the journal is written before any byte of this
+ * response, and the prefix is hashed before the bytes after it. */
+static void start_head_work(struct cti_transfer *t)
+{
+  struct cti_head_work *h = &t->head;
+  int journal;
+  memset(h, 0, sizeof(*h));
+  h->prefix = cti_checksum_on_head(t);
+  journal = cti_journal_on_head(t);
+  if(journal < 0)
+    return;                    /* no memory: local_code is set */
+  h->journal = journal;
+  h->durable = t->sink.durable;
+  if(!h->prefix && !h->journal)
+    return;
+  h->job.run = head_run;
+  h->job.done = head_done;
+  h->job.owner = t;
+  h->job.gate_path = t->sink.path ? t->sink.path : t->sink.part_path;
+  h->job.gate = CTI_GATE_FILE;
+  t->head_pending = 1;
+  if(cti_worker_submit(t->loop->worker, &h->job) == CT_OK)
+    return;
+  head_run(&h->job);           /* no worker (shutdown): here */
+  head_record(t);
+}
+
 void cti_transfer_deliver_head(struct cti_transfer *t)
 {
   struct ct_callbacks *cb = &t->loop->config.callbacks;
@@ -156,8 +232,8 @@ void cti_transfer_deliver_head(struct cti_transfer *t)
       if(!(t->flags & CT_FLAG_NO_PREALLOCATE))
         cti_sink_preallocate(&t->sink, expected);
     }
-    if(t->local_code == CT_OK && cti_checksum_on_head(t) == CT_OK)
-      (void)cti_journal_on_head(t);   /* failures set local_code */
+    if(t->local_code == CT_OK)
+      start_head_work(t);
   }
   else if(t->sink.kind == CT_SINK_FILE && t->local_code == CT_OK) {
     /* An error page still goes to a file, as with URLSession: open it

@@ -104,24 +104,37 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
   return cti_code_from_curl_state(cc, &st);
 }
 
+/* On the worker: a cancel that came while the job waited or ran (see
+ * ct_loop.h). It decides whether the part file is kept, as any cancel. */
+static int cancel_requested(struct cti_transfer *t)
+{
+  int cancel = __atomic_load_n(&t->cancel_commit, __ATOMIC_ACQUIRE);
+  if(!cancel)
+    return 0;
+  if(cancel == 2)
+    t->flags |= CT_FLAG_KEEP_PARTIAL;
+  else
+    t->flags &= ~(uint32_t)CT_FLAG_KEEP_PARTIAL;
+  return 1;
+}
+
 /* Put a finished download in place: flush, fsync, rename, fsync the
- * folder. Blocks on the disk: runs on the worker (commit_run) unless the
- * worker is gone. */
+ * folder. Blocks on the disk: runs on the worker (file_run). */
 static ct_code commit_file(struct cti_transfer *t, const char **message)
 {
   ct_code code = CT_OK;
   int err;
-  if(cti_checksum_deferred(t)) {
-    code = cti_checksum_verify(t);  /* reads the part file back */
-    if(code != CT_OK)
-      return code;                  /* local_message says why */
-  }
   if(t->sink.fd < 0 && t->local_code == CT_OK) {
     /* An empty body never opened the file: create it now so that a
      * successful download always leaves a (possibly empty) file. */
     code = cti_sink_open_file(&t->sink, 0, 1);
     if(code != CT_OK)
       *message = "cannot create the destination file";
+  }
+  if(code == CT_OK && cancel_requested(t)) {
+    /* The last moment a cancel wins: the file is not delivered yet. */
+    *message = "cancelled";
+    return CT_E_CANCELLED;
   }
   if(code == CT_OK) {
     code = cti_sink_commit(&t->sink);
@@ -141,7 +154,7 @@ static ct_code commit_file(struct cti_transfer *t, const char **message)
 }
 
 /* After the outcome is known: remove or keep the part file, then write or
- * remove the journal. Blocks on the disk (worker after a commit). */
+ * remove the journal. Blocks on the disk (worker). */
 static void settle_file(struct cti_transfer *t, ct_code code)
 {
   int keep = (t->flags & CT_FLAG_KEEP_PARTIAL) != 0;
@@ -153,23 +166,35 @@ static void settle_file(struct cti_transfer *t, ct_code code)
 }
 
 static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
-                   const char *message, int committed);
+                   const char *message);
 
-static void commit_run(struct cti_job *job)       /* worker thread */
+/* The file work of a finished download, on the worker: commit a success
+ * (unless a cancel came first), then settle the part file and the
+ * journal. commit_code holds the outcome so far and gets the final one. */
+static void file_run(struct cti_job *job)          /* worker thread */
 {
   struct cti_transfer *t = job->owner;
-  t->commit_code = commit_file(t, &t->finish_message);
-  /* The journal's last write (removal after the rename) waits on the
-   * disk too: here, not on the loop. */
+  /* After the head job (jobs run in order): the digest has the prefix. */
+  if(t->commit_code == CT_OK && t->checksum)
+    t->commit_code = cti_checksum_verify(t);
+  if(t->commit_code == CT_OK)
+    t->commit_code = commit_file(t, &t->finish_message);
   settle_file(t, t->commit_code);
 }
 
-static void commit_done(struct cti_job *job)      /* loop thread */
+static void file_done(struct cti_job *job)         /* loop thread */
 {
   struct cti_transfer *t = job->owner;
-  report(t, t->commit_code, t->finish_cc, t->finish_message, 1);
+  report(t, t->commit_code, t->finish_cc, t->finish_message);
   t->committing = 0;
   cti_loop_retire(t->loop, t);     /* frees t, and job with it */
+}
+
+void cti_transfer_cancel_commit(struct cti_transfer *t, int keep_partial)
+{
+  if(t->committing && t->delivering)
+    __atomic_store_n(&t->cancel_commit, keep_partial ? 2 : 1,
+                     __ATOMIC_RELEASE);
 }
 
 static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
@@ -180,31 +205,38 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
   cti_transfer_set_phase(t, CT_PHASE_FINISHING, code == CT_OK ? "completed" :
                          code == CT_E_CANCELLED ? "cancelled" :
                          code == CT_E_SHUTDOWN ? "shut down" : "failed");
-  if(code == CT_OK && t->checksum && !cti_checksum_deferred(t))
-    code = cti_checksum_verify(t);
-  if(code == CT_OK && t->sink.kind == CT_SINK_FILE) {
+  if(code == CT_OK && t->checksum && t->sink.kind != CT_SINK_FILE)
+    code = cti_checksum_verify(t);    /* file sinks: on the worker */
+  if(t->sink.kind == CT_SINK_FILE) {
     /* The transfer stays finishing (in the table, its easy handle kept
-     * for the result) until the commit job is done. */
+     * for the result) until the file job is done: a commit, or the
+     * settle of a failed download (part file removed or synced, the
+     * journal's last write). */
+    t->commit_code = code;
     t->finish_cc = cc;
     t->finish_message = message;
-    t->commit_job.run = commit_run;
-    t->commit_job.done = commit_done;
+    t->commit_job.run = file_run;
+    t->commit_job.done = file_done;
     t->commit_job.owner = t;
     t->commit_job.gate_path = t->sink.path ? t->sink.path :
       t->sink.part_path;
+    t->commit_job.gate = code == CT_OK ? CTI_GATE_COMMIT : CTI_GATE_FILE;
+    t->delivering = code == CT_OK;
     t->committing = 1;
     if(cti_worker_submit(t->loop->worker, &t->commit_job) == CT_OK)
       return;
-    t->committing = 0;             /* no worker: commit here */
+    t->committing = 0;             /* no worker (shutdown): here */
+    file_run(&t->commit_job);
+    code = t->commit_code;
+    message = t->finish_message;
   }
-  report(t, code, cc, message, 0);
+  report(t, code, cc, message);
 }
 
-/* Build the result and call on_finish: after the commit, when there was
- * one (`committed`: the commit job ran commit_file and settle_file, and
- * `code` is its result). */
+/* Build the result and call on_finish: after the file job, when there
+ * was one (`code` is then its result). */
 static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
-                   const char *message, int committed)
+                   const char *message)
 {
   struct ct_callbacks *cb = &t->loop->config.callbacks;
   struct ct_result r;
@@ -216,11 +248,6 @@ static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
     collect_metrics(t, &r.metrics);
   else
     r.metrics.queued = cti_now() - t->submit_time;
-
-  if(!committed && code == CT_OK && t->sink.kind == CT_SINK_FILE)
-    code = commit_file(t, &message);
-  if(!committed)                   /* else the commit job settled it */
-    settle_file(t, code);
 
   r.code = code;
   r.curl_code = (int32_t)cc;

@@ -2,7 +2,9 @@
  * ct_worker.c - a thread for the loop's blocking file work (issue 12).
  *
  * The loop thread never waits on the disk: work that may (fsync, rename,
- * a directory fsync at commit) is queued here as a job. The worker runs
+ * a directory fsync at commit; the first journal and the digest of a
+ * resumed prefix at the head; removing or syncing the part file and the
+ * journal's last write when a download fails) is queued here as a job. The worker runs
  * each job's `run` in order, then hands the job back to the loop, which
  * runs its `done` on the loop thread (woken through its eventfd). A job's
  * memory belongs to whoever queued it; the worker and the loop only link
@@ -30,8 +32,8 @@ struct cti_worker {
   int started;
   pthread_t thread;
   int eventfd;                   /* the loop's, borrowed */
-  char *gate;                    /* TRANSFER_TEST_COMMIT_GATE, see below */
-  size_t gate_dir_len;
+  char *gate[2];                 /* TRANSFER_TEST_*_GATE, see below */
+  size_t gate_dir_len[2];
 };
 
 static void push(struct cti_job **head, struct cti_job **tail,
@@ -45,18 +47,23 @@ static void push(struct cti_job **head, struct cti_job **tail,
   *tail = job;
 }
 
-/* Test-only gate: with TRANSFER_TEST_COMMIT_GATE naming a FIFO, a gated job
- * whose path lies in the FIFO's folder first opens the FIFO for reading
- * (so the test sees, by opening it for writing, that the job is waiting)
- * and reads one byte (the test's release). Jobs elsewhere are not gated,
- * so tests running beside it are not affected. */
-static void pass_gate(struct cti_worker *w, const char *path)
+/* Test-only gates: with TRANSFER_TEST_COMMIT_GATE (commit jobs) or
+ * TRANSFER_TEST_FILE_GATE (the head's file work, the settle of a failed
+ * download) naming a FIFO, a gated job whose path lies in the FIFO's
+ * folder first opens the FIFO for reading (so the test sees, by opening
+ * it for writing, that the job is waiting) and reads one byte (the test's
+ * release). Jobs elsewhere are not gated, so tests running beside it are
+ * not affected. */
+static void pass_gate(struct cti_worker *w, const char *path, int which)
 {
   int fd;
   char byte;
-  if(!w->gate || !path || strncmp(path, w->gate, w->gate_dir_len) != 0)
+  const char *gate = which == CTI_GATE_FILE ? w->gate[1] : w->gate[0];
+  size_t len = which == CTI_GATE_FILE ? w->gate_dir_len[1] :
+    w->gate_dir_len[0];
+  if(!gate || !path || strncmp(path, gate, len) != 0)
     return;
-  fd = open(w->gate, O_RDONLY | O_CLOEXEC);
+  fd = open(gate, O_RDONLY | O_CLOEXEC);
   if(fd < 0)
     return;
   while(read(fd, &byte, 1) < 0 && errno == EINTR)
@@ -84,7 +91,7 @@ static void *worker_main(void *arg)
       w->todo_tail = NULL;
     pthread_mutex_unlock(&w->lock);
 
-    pass_gate(w, job->gate_path);
+    pass_gate(w, job->gate_path, job->gate);
     job->run(job);
 
     pthread_mutex_lock(&w->lock);
@@ -101,21 +108,27 @@ static void *worker_main(void *arg)
 ct_code cti_worker_create(int eventfd, struct cti_worker **out)
 {
   struct cti_worker *w = calloc(1, sizeof(*w));
-  const char *gate = getenv("TRANSFER_TEST_COMMIT_GATE");
+  const char *gates[2];
+  int i;
   *out = NULL;
   if(!w)
     return CT_E_NO_MEMORY;
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->wake, NULL);
   w->eventfd = eventfd;
-  if(gate && gate[0] && strrchr(gate, '/')) {
-    w->gate = cti_strdup(gate);
-    w->gate_dir_len = (size_t)(strrchr(gate, '/') - gate) + 1;
+  gates[0] = getenv("TRANSFER_TEST_COMMIT_GATE");
+  gates[1] = getenv("TRANSFER_TEST_FILE_GATE");
+  for(i = 0; i < 2; i++) {
+    if(gates[i] && gates[i][0] && strrchr(gates[i], '/')) {
+      w->gate[i] = cti_strdup(gates[i]);
+      w->gate_dir_len[i] = (size_t)(strrchr(gates[i], '/') - gates[i]) + 1;
+    }
   }
   if(pthread_create(&w->thread, NULL, worker_main, w) != 0) {
     pthread_cond_destroy(&w->wake);
     pthread_mutex_destroy(&w->lock);
-    free(w->gate);
+    free(w->gate[0]);
+    free(w->gate[1]);
     free(w);
     return CT_E_SYSTEM;
   }
@@ -177,7 +190,8 @@ void cti_worker_free(struct cti_worker *w)
   cti_worker_drain(w);
   pthread_cond_destroy(&w->wake);
   pthread_mutex_destroy(&w->lock);
-  free(w->gate);
+  free(w->gate[0]);
+  free(w->gate[1]);
   free(w);
 }
 

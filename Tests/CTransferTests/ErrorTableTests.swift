@@ -25,3 +25,27 @@ struct ErrorTableTests {
         #expect(ct_code_for_curl_code(9999) == CT_E_TRANSPORT)   // added after 7.88
     }
 }
+
+/// The CURLMcode rows of the same table (ct_error.c): a failed multi call is never the network.
+@Suite("CURLMcode table")
+struct MultiErrorTableTests {
+    @Test("libcurl's own bugs and our misuse of the multi API are internal",
+          arguments: [-1, 1, 2, 4, 5, 7, 8, 10, 11, 999] as [Int32])
+    func internalCodes(code: Int32) {
+        #expect(ct_code_for_curl_multi_code(code) == CT_E_INTERNAL)
+    }
+
+    @Test("out of memory, a missing option and a failed poll or wakeup keep their own class")
+    func otherCodes() {
+        #expect(ct_code_for_curl_multi_code(0) == CT_OK)
+        #expect(ct_code_for_curl_multi_code(3) == CT_E_NO_MEMORY)
+        #expect(ct_code_for_curl_multi_code(6) == CT_E_UNSUPPORTED)
+        #expect(ct_code_for_curl_multi_code(9) == CT_E_SYSTEM)    // CURLM_WAKEUP_FAILURE
+        #expect(ct_code_for_curl_multi_code(12) == CT_E_SYSTEM)   // CURLM_UNRECOVERABLE_POLL
+    }
+
+    @Test("no CURLMcode is classed as transport", arguments: Array(Int32(-1)...13))
+    func neverTransport(code: Int32) {
+        #expect(ct_code_for_curl_multi_code(code) != CT_E_TRANSPORT)
+    }
+}

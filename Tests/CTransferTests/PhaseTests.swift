@@ -23,6 +23,8 @@ struct PhaseOutcome: Sendable {
     var body: Data
     var message: String
     var sysErrno: Int32
+    var httpStatus: Int = 0
+    var bytesOnDisk: Int64 = 0
 }
 
 /// A loop whose phase trace and results the test reads. Callbacks run on the loop thread.
@@ -51,7 +53,8 @@ final class PhaseHarness: Sendable {
             let message = withUnsafeBytes(of: r.message) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            let outcome = PhaseOutcome(code: r.code, body: body, message: message, sysErrno: r.sys_errno)
+            let outcome = PhaseOutcome(code: r.code, body: body, message: message, sysErrno: r.sys_errno,
+                                       httpStatus: Int(r.http_status), bytesOnDisk: r.bytes_on_disk)
             entry.harness.outcomes.withLock { $0[entry.tag, default: []].append(outcome) }
         }
         config.on_phase = { ctx, event in
@@ -104,6 +107,27 @@ final class PhaseHarness: Sendable {
 
     let tags = Locked<[UInt64: UInt64]>([:])
 
+    /// Submits `url` with the spec as `configure` leaves it. Strings made with `strings.dup` live
+    /// until the submit returns (the engine copies them); a memory body must outlive the finish.
+    func submit(_ url: String, configure: (inout ct_transfer_spec, CStrings) -> Void) throws -> UInt64 {
+        var spec = ct_transfer_spec()
+        ct_transfer_spec_init(&spec)
+        let strings = CStrings()
+        configure(&spec, strings)
+        let tag = UInt64.random(in: 1...UInt64.max)
+        let entry = Unmanaged.passRetained(PhaseEntry(harness: self, tag: tag))
+        var id: UInt64 = 0
+        let code = url.withCString { pointer -> ct_code in
+            spec.url = pointer
+            return ct_loop_submit(loop, &spec, entry.toOpaque(), &id)
+        }
+        withExtendedLifetime(strings) {}
+        if code != CT_OK { entry.release() }
+        try #require(code == CT_OK)
+        tags.withLock { $0[id] = tag }
+        return id
+    }
+
     func trace(_ id: UInt64) -> [PhaseEvent] { events.withLock { $0[id] ?? [] } }
     func phases(_ id: UInt64) -> [ct_phase] { trace(id).filter { $0.from != $0.to }.map(\.to) }
     func results(_ id: UInt64) -> [PhaseOutcome] {
@@ -125,6 +149,27 @@ final class PhaseHarness: Sendable {
     func waitForFinish(_ id: UInt64, timeout: Duration = .seconds(30)) throws -> PhaseOutcome {
         try Wait.until("transfer \(id) to finish", timeout: timeout) { !results(id).isEmpty }
         return results(id)[0]
+    }
+}
+
+/// C strings for a spec, freed with the object.
+final class CStrings {
+    private var owned: [UnsafeMutablePointer<CChar>] = []
+    func dup(_ s: String) -> UnsafePointer<CChar> {
+        let p = strdup(s)!
+        owned.append(p)
+        return UnsafePointer(p)
+    }
+    private var arrays: [UnsafeMutablePointer<UnsafePointer<CChar>?>] = []
+    func array(_ items: [String]) -> UnsafePointer<UnsafePointer<CChar>?> {
+        let list = UnsafeMutablePointer<UnsafePointer<CChar>?>.allocate(capacity: max(1, items.count))
+        for (i, item) in items.enumerated() { list[i] = dup(item) }
+        arrays.append(list)
+        return UnsafePointer(list)
+    }
+    deinit {
+        owned.forEach { free($0) }
+        arrays.forEach { $0.deallocate() }
     }
 }
 

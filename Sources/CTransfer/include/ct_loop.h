@@ -63,6 +63,9 @@ typedef enum ct_phase {
 #define CT_PAUSE_DISPOSITION (1u << 1)   /* body came while DECIDING */
 #define CT_PAUSE_RATE        (1u << 2)   /* over a speed limit, for now */
 #define CT_PAUSE_SOURCE      (1u << 3)   /* reserved: body source empty */
+#define CT_PAUSE_FILE        (1u << 4)   /* the head's file work (journal,
+                                            digest of a resumed prefix)
+                                            runs on the worker */
 
 /* One change of phase or of pause reasons, for tracing. */
 struct ct_phase_event {
@@ -159,7 +162,17 @@ ct_code ct_loop_submit_batch(struct ct_loop *_Nonnull loop,
 /** Cancel: finishes with CT_E_CANCELLED. With `keep_partial`, a file sink
  * keeps its part file flushed and fsync'd, and the result says how many
  * bytes it holds (for resume data). Unknown ids give CT_E_NOT_FOUND only
- * when the id was never issued; a finished id is ignored (CT_OK). */
+ * when the id was never issued; a finished id is ignored (CT_OK).
+ *
+ * A download whose body is complete is committed on the file worker
+ * (FINISHING: checksum, fsync, rename into place). A cancel that reaches
+ * the loop during the commit still wins if the worker has not begun to
+ * move the file into place: the result is CT_E_CANCELLED, the destination
+ * is not touched, and the part file (and journal) are kept or removed by
+ * `keep_partial` exactly as for a cancel while receiving (as URLSession:
+ * the file was never delivered). Once the worker has begun the rename the
+ * cancel is ignored and the result is the commit's. Other finishing
+ * transfers (failed, or not file sinks) ignore a cancel. */
 ct_code ct_loop_cancel(struct ct_loop *_Nonnull loop, uint64_t id,
                        int32_t keep_partial);
 
@@ -198,6 +211,12 @@ ct_code ct_loop_set_total_speed_limit(struct ct_loop *_Nonnull loop,
  * loop iterations (epoll returns) so far. Relaxed reads. */
 int64_t ct_loop_active_count(const struct ct_loop *_Nonnull loop);
 uint64_t ct_loop_wakeups(const struct ct_loop *_Nonnull loop);
+/* curl_easy_setopt calls made so far: a handle reused for the same option
+ * profile is given only the per-request options (ct_pool.c). */
+uint64_t ct_loop_setopt_calls(const struct ct_loop *_Nonnull loop);
+/* Bytes of part files read back to hash them: a resumed download with an
+ * expected SHA-256 reads its prefix once, at the head, on the worker. */
+uint64_t ct_loop_checksum_bytes_read(const struct ct_loop *_Nonnull loop);
 /* Phase changes refused as illegal (see ct_phase): 0 unless the engine has
  * a bug. Debug builds assert instead; release builds ignore the change. */
 uint64_t ct_loop_illegal_transitions(const struct ct_loop *_Nonnull loop);

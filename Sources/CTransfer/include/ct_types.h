@@ -216,6 +216,8 @@ void ct_buffer_free(void *_Nullable body);
 /* The class of a CURLcode with no transfer state (the one table of
  * ct_error.c); for tools that only have the number. */
 ct_code ct_code_for_curl_code(int32_t curl_code);
+/* The same for a CURLMcode (a failed curl_multi_* call). */
+ct_code ct_code_for_curl_multi_code(int32_t multi_code);
 
 /* A stable name for a code ("timed_out"), never NULL. */
 const char *_Nonnull ct_code_name(ct_code code);
