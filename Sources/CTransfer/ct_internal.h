@@ -198,6 +198,7 @@ struct cti_transfer {
   int64_t content_range_start;
   int64_t body_decoded;     /* body bytes of this response passed on */
   int chunked;              /* this response is Transfer-Encoding: chunked */
+  int head_deferred;        /* a 401 head libcurl may answer (ct_response.c) */
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   char *etag;
   char *last_modified;

@@ -262,7 +262,12 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
   }
   /* max_recv_speed / max_send_speed: ct_ratelimit.c (see HTTP version). */
   if(t->userpwd) {
-    SETOPT(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    long auth = 0;
+    if(!t->spec.auth_schemes || (t->spec.auth_schemes & CT_AUTH_BASIC))
+      auth |= CURLAUTH_BASIC;
+    if(t->spec.auth_schemes & CT_AUTH_DIGEST)
+      auth |= CURLAUTH_DIGEST;
+    SETOPT(CURLOPT_HTTPAUTH, auth);
     SETOPT(CURLOPT_USERPWD, t->userpwd);
   }
 

@@ -45,6 +45,14 @@ typedef enum ct_http_version {
 #define CT_FLAG_FAIL_ON_RANGE_IGNORED (1u << 6)
 #define CT_FLAG_NO_PREALLOCATE    (1u << 7)
 
+/* HTTP authentication schemes libcurl may answer a 401 with, using
+ * `user_password` (CURLOPT_HTTPAUTH). Basic alone is sent up front;
+ * with Digest, libcurl waits for the server's challenge, answers it once
+ * (again only after a stale=true renonce) and returns the 401 that
+ * refuses the answer. */
+#define CT_AUTH_BASIC             (1u << 0)
+#define CT_AUTH_DIGEST            (1u << 1)  /* RFC 7616: MD5, SHA-256 */
+
 struct ct_transfer_spec {
   const char *_Nullable url;         /* http or https only; required */
   const char *_Nullable method;      /* NULL: GET, or POST with a body */
@@ -90,7 +98,8 @@ struct ct_transfer_spec {
   const char *_Nullable ca_file;     /* overrides the loop's anchors */
   const char *_Nullable client_cert; /* PEM */
   const char *_Nullable client_key;  /* PEM */
-  const char *_Nullable user_password;  /* "user:password", Basic */
+  const char *_Nullable user_password;  /* "user:password" */
+  uint32_t auth_schemes;             /* CT_AUTH_*; 0: CT_AUTH_BASIC */
   int32_t priority;                  /* 0 default; higher first in queue */
   uint32_t progress_interval_ms;     /* 0: 16 ms; on_progress throttling */
 
