@@ -210,6 +210,8 @@ struct cti_transfer {
   double last_progress;     /* monotonic seconds */
   double submit_time;
   double add_time;
+  double idle_since;        /* ct_timeout.c: when bytes last moved */
+  int64_t idle_bytes;       /* ct_timeout.c: bytes moved until then */
 
   /* Where the transfer is in its life and why it is paused: changed only
    * through cti_transfer_set_phase and cti_transfer_pause (ct_phase.c). */
@@ -277,6 +279,15 @@ size_t cti_read_cb(char *buffer, size_t size, size_t nitems, void *userp);
 int cti_seek_cb(void *userp, curl_off_t offset, int origin);
 int cti_xferinfo_cb(void *userp, curl_off_t dltotal, curl_off_t dlnow,
                     curl_off_t ultotal, curl_off_t ulnow);
+
+/* --- ct_timeout.c ------------------------------------------------------ */
+
+/* From the xferinfo callback: 1 when the idle timeout expired (local_code
+ * set to CT_E_TIMED_OUT, the caller aborts the transfer), 0 otherwise. */
+int cti_timeout_idle_expired(struct cti_transfer *t, curl_off_t dlnow,
+                             curl_off_t ulnow);
+/* A libcurl timeout ended `t`: say in t->errbuf which one fired. */
+void cti_timeout_explain(struct cti_transfer *t);
 
 /* --- ct_phase.c -------------------------------------------------------- */
 

@@ -260,6 +260,15 @@ ct_code cti_transfer_setup(struct cti_transfer *t)
     SETOPT(CURLOPT_LOW_SPEED_LIMIT, (long)t->spec.low_speed_limit);
     SETOPT(CURLOPT_LOW_SPEED_TIME, (long)t->spec.low_speed_time_s);
   }
+  else if(t->spec.idle_timeout_ms > 0) {
+    /* The idle check itself is ct_timeout.c's, in the xferinfo callback.
+     * A speed limit makes libcurl run the transfer (and so that callback)
+     * every second even when no byte moves; the time is too long for
+     * libcurl's own check, which averages, to ever fire first. */
+    SETOPT(CURLOPT_LOW_SPEED_LIMIT, 1L);
+    SETOPT(CURLOPT_LOW_SPEED_TIME, (long)(t->spec.idle_timeout_ms / 1000 +
+                                          3600));
+  }
   /* max_recv_speed / max_send_speed: ct_ratelimit.c (see HTTP version). */
   if(t->userpwd) {
     long auth = 0;

@@ -288,6 +288,8 @@ void cti_transfer_finish(struct cti_transfer *t, CURLcode cc)
     cti_transfer_deliver_head(t);
   t->head_deferred = 0;
   code = classify(t, cc);
+  if(code == CT_E_TIMED_OUT && t->local_code == CT_OK)
+    cti_timeout_explain(t);
   if(code == CT_E_BAD_RESPONSE && cc == CURLE_OUT_OF_MEMORY) {
     t->errbuf[0] = 0;   /* libcurl says "Out of memory": it is not */
     finish(t, code, cc, "a response header line is over libcurl's limit");

@@ -91,6 +91,12 @@ struct ct_transfer_spec {
   int64_t timeout_ms;                /* whole transfer; 0: none */
   int64_t low_speed_limit;           /* bytes/s; 0: off */
   int64_t low_speed_time_s;
+  /* Idle timeout (URLSession's timeoutIntervalForRequest): the transfer
+   * fails with CT_E_TIMED_OUT when no byte moved in either direction
+   * (request body sent, response head or body received) for this long,
+   * while it was not paused by us; 0: off. Checked at least once a
+   * second, so it fires within about a second past the interval. */
+  int64_t idle_timeout_ms;
   int64_t max_redirects;             /* with CT_FLAG_FOLLOW_REDIRECTS */
   int64_t max_recv_speed;            /* bytes/s; 0: unlimited */
   int64_t max_send_speed;

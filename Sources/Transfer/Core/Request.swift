@@ -42,7 +42,12 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     public var method: HTTPMethod
     public var headers: HTTPHeaders
     public var body: Body?
-    /// Seconds the whole transfer may take (0: no limit beyond the session's).
+    /// The idle timeout of this request, as `URLRequest.timeoutInterval`:
+    /// seconds without a byte sent or received before the task fails with
+    /// ``TransferError/Code/timedOut``; 0 (the default) uses
+    /// ``SessionConfiguration/timeoutIntervalForRequest``. It is not a limit
+    /// on the whole transfer: that is
+    /// ``SessionConfiguration/timeoutIntervalForResource``.
     public var timeoutInterval: TimeInterval
     public var cachePolicy: CachePolicy
     public var httpShouldHandleCookies: Bool
