@@ -137,10 +137,12 @@ int cti_xferinfo_cb(void *userp, curl_off_t dltotal, curl_off_t dlnow,
 {
   struct cti_transfer *t = userp;
   (void)dltotal;
-  (void)dlnow;
-  cti_counter_store(&t->counters->bytes_sent, ulnow);
-  if(ultotal > 0)
-    cti_counter_store(&t->counters->bytes_expected_to_send, ultotal);
-  cti_transfer_emit_progress(t, 0);
-  return 0;
+  if(!(t->flags & CT_FLAG_NO_PROGRESS)) {
+    cti_counter_store(&t->counters->bytes_sent, ulnow);
+    if(ultotal > 0)
+      cti_counter_store(&t->counters->bytes_expected_to_send, ultotal);
+    cti_transfer_emit_progress(t, 0);
+  }
+  /* Without progress, libcurl calls this only for the idle check. */
+  return cti_timeout_idle_expired(t, dlnow, ulnow);
 }

@@ -202,6 +202,7 @@ struct cti_transfer {
   int64_t content_range_start;
   int64_t body_decoded;     /* body bytes of this response passed on */
   int chunked;              /* this response is Transfer-Encoding: chunked */
+  int head_deferred;        /* a 401 head libcurl may answer (ct_response.c) */
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   char *etag;
   char *last_modified;
@@ -213,6 +214,8 @@ struct cti_transfer {
   double last_progress;     /* monotonic seconds */
   double submit_time;
   double add_time;
+  double idle_since;        /* ct_timeout.c: when bytes last moved */
+  int64_t idle_bytes;       /* ct_timeout.c: bytes moved until then */
 
   /* Where the transfer is in its life and why it is paused: changed only
    * through cti_transfer_set_phase and cti_transfer_pause (ct_phase.c). */
@@ -313,6 +316,15 @@ int cti_debug_cb(CURL *easy, curl_infotype type, char *data, size_t size,
                  void *userp);
 /* ct_debug.c: tell on_redirect that curl follows this hop's Location. */
 void cti_transfer_report_redirect(struct cti_transfer *t);
+
+/* --- ct_timeout.c ------------------------------------------------------ */
+
+/* From the xferinfo callback: 1 when the idle timeout expired (local_code
+ * set to CT_E_TIMED_OUT, the caller aborts the transfer), 0 otherwise. */
+int cti_timeout_idle_expired(struct cti_transfer *t, curl_off_t dlnow,
+                             curl_off_t ulnow);
+/* A libcurl timeout ended `t`: say in t->errbuf which one fired. */
+void cti_timeout_explain(struct cti_transfer *t);
 
 /* --- ct_phase.c -------------------------------------------------------- */
 

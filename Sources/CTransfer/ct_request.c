@@ -197,8 +197,10 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
   PFUNC(CURLOPT_WRITEFUNCTION, cti_write_cb);
   PFUNC(CURLOPT_HEADERFUNCTION, cti_header_cb);
   PFUNC(CURLOPT_XFERINFOFUNCTION, cti_xferinfo_cb);
-  /* The fast path leaves libcurl's progress meter off (CT_FLAG_NO_PROGRESS). */
-  PLONG(CURLOPT_NOPROGRESS, (t->flags & CT_FLAG_NO_PROGRESS) ? 1L : 0L);
+  /* The fast path leaves libcurl's progress meter off (CT_FLAG_NO_PROGRESS)
+   * unless an idle timeout needs the xferinfo callback (ct_timeout.c). */
+  PLONG(CURLOPT_NOPROGRESS, ((t->flags & CT_FLAG_NO_PROGRESS) &&
+                             t->spec.idle_timeout_ms <= 0) ? 1L : 0L);
   if(t->flags & CT_FLAG_TRACE) {
     /* Only when asked: a debug function costs a call per curl message
      * (its data pointer is per request: set_request). */
@@ -248,9 +250,22 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
     PLONG(CURLOPT_LOW_SPEED_LIMIT, t->spec.low_speed_limit);
     PLONG(CURLOPT_LOW_SPEED_TIME, t->spec.low_speed_time_s);
   }
+  else if(t->spec.idle_timeout_ms > 0) {
+    /* The idle check itself is ct_timeout.c's, in the xferinfo callback.
+     * A speed limit makes libcurl run the transfer (and so that callback)
+     * every second even when no byte moves; the time is too long for
+     * libcurl's own check, which averages, to ever fire first. */
+    PLONG(CURLOPT_LOW_SPEED_LIMIT, 1L);
+    PLONG(CURLOPT_LOW_SPEED_TIME, t->spec.idle_timeout_ms / 1000 + 3600);
+  }
   /* max_recv_speed / max_send_speed: ct_ratelimit.c (see HTTP version). */
   if(t->userpwd) {
-    PLONG(CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    long auth = 0;
+    if(!t->spec.auth_schemes || (t->spec.auth_schemes & CT_AUTH_BASIC))
+      auth |= CURLAUTH_BASIC;
+    if(t->spec.auth_schemes & CT_AUTH_DIGEST)
+      auth |= CURLAUTH_DIGEST;
+    PLONG(CURLOPT_HTTPAUTH, auth);
     PSTR(CURLOPT_USERPWD, t->userpwd);
   }
 
@@ -437,7 +452,10 @@ ct_code cti_transfer_prepare(struct cti_transfer *t)
   memset(&r, 0, sizeof(r));
   r.key = 1469598103934665603ULL;
   sc = set_profile(t, &r);        /* hashes only: cannot fail */
-  t->profile = t->proxy ? 0 : (r.key ? r.key : 1);
+  /* No reuse as is with an explicit proxy or credentials: libcurl keeps
+   * a handle's authentication state (Digest nonce, picked scheme) across
+   * transfers, and it must not follow a credential to another request. */
+  t->profile = (t->proxy || t->userpwd) ? 0 : (r.key ? r.key : 1);
   (void)sc;
   return CT_OK;
 }

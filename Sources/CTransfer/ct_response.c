@@ -286,6 +286,7 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
      * its head afresh. */
     const char *sp = memchr(data, ' ', len);
     t->hdr_len = 0;
+    t->head_deferred = 0;  /* libcurl answered the 401 kept back */
     if(t->hdr)
       t->hdr[0] = 0;       /* no stale line of the previous head */
     t->status = sp ? status_code(sp + 1, len - (size_t)(sp + 1 - data)) : 0;
@@ -314,6 +315,15 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
       cti_transfer_report_redirect(t);
       if(t->phase == CT_PHASE_HEAD)
         cti_transfer_set_phase(t, CT_PHASE_CONNECTING, "redirect");
+      return len;
+    }
+    if(t->status == 401 && t->userpwd && !cti_transfer_head_delivered(t)) {
+      /* libcurl may answer this challenge itself (Digest, or Basic it
+       * did not send up front); it decides only after this callback. The
+       * 401 is final when its body (cti_write_cb) or the end of the
+       * transfer (cti_transfer_finish) comes before another status line:
+       * libcurl skips the body of a response it answers. */
+      t->head_deferred = 1;
       return len;
     }
     if(!cti_transfer_head_delivered(t))

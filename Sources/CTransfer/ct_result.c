@@ -308,7 +308,15 @@ static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
 
 void cti_transfer_finish(struct cti_transfer *t, CURLcode cc)
 {
-  ct_code code = classify(t, cc);
+  ct_code code;
+  /* A 401 kept back in case libcurl answered it (ct_response.c): nothing
+   * came after it, so it was the final response. */
+  if(t->head_deferred && cc == CURLE_OK && !cti_transfer_head_delivered(t))
+    cti_transfer_deliver_head(t);
+  t->head_deferred = 0;
+  code = classify(t, cc);
+  if(code == CT_E_TIMED_OUT && t->local_code == CT_OK)
+    cti_timeout_explain(t);
   if(code == CT_E_BAD_RESPONSE && cc == CURLE_OUT_OF_MEMORY) {
     t->errbuf[0] = 0;   /* libcurl says "Out of memory": it is not */
     finish(t, code, cc, "a response header line is over libcurl's limit");

@@ -63,13 +63,26 @@ struct Options: ParsableArguments {
     @Option(name: [.customShort("T"), .customLong("upload-file")], help: "Body streamed from FILE (- for stdin).")
     var uploadFile: String?
 
-    @Option(name: .customLong("user"), help: "USER:PASSWORD for Basic authentication.")
+    @Option(name: [.customShort("u"), .customLong("user")],
+            help: "USER:PASSWORD: Basic sent up front, or Digest with --digest.")
     var user: String?
+
+    @Flag(name: .customLong("digest"), help: "Answer the server's Digest challenge with --user (RFC 7616).")
+    var digest = false
 
     // MARK: Limits
 
-    @Option(name: .customLong("timeout"), help: "Seconds the whole transfer may take.")
+    @Option(name: [.customShort("m"), .customLong("max-time"), .customLong("timeout")],
+            help: "Seconds the whole transfer may take.")
     var timeout: Double?
+
+    @Option(name: [.customShort("Y"), .customLong("speed-limit")],
+            help: "Bytes per second below which --speed-time aborts (default 1 with --speed-time).")
+    var speedLimit: Int64?
+
+    @Option(name: [.customShort("y"), .customLong("speed-time")],
+            help: "Seconds below --speed-limit before aborting (default 30 with --speed-limit).")
+    var speedTime: Double?
 
     @Option(name: .customLong("connect-timeout"), help: "Seconds to connect (TCP + TLS).")
     var connectTimeout: Double?

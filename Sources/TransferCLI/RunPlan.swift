@@ -142,11 +142,18 @@ struct RunPlan: Sendable {
             }
             headers.add(name: name, value: value)
         }
+        var digestCredential: Credential?
         if let user = options.user {
             guard user.contains(":") else { throw Failure(.usage, "--user: expected USER:PASSWORD") }
-            if !headers.contains("Authorization") {
+            let parts = user.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            if options.digest {
+                // libcurl answers the server's challenge (a wrong password: one 401, no retry).
+                digestCredential = Credential(user: String(parts[0]), password: String(parts[1]))
+            } else if !headers.contains("Authorization") {
                 headers.add(name: "Authorization", value: "Basic " + Data(user.utf8).base64EncodedString())
             }
+        } else if options.digest {
+            throw Failure(.usage, "--digest needs --user USER:PASSWORD")
         }
 
         // Body.
@@ -232,6 +239,10 @@ struct RunPlan: Sendable {
                 }
                 var request = try parsedRequest.get()
                 request.headers = headers
+                if let digestCredential {
+                    request.credential = digestCredential
+                    request.credentialSchemes = [.digest]
+                }
                 if case .multipart(let form) = body {
                     // Sets the streamed body, Content-Type with the boundary and Content-Length.
                     request = try form.request(byFinalizing: request)
@@ -252,6 +263,16 @@ struct RunPlan: Sendable {
             guard timeout > 0, timeout.isFinite else { throw Failure(.usage, "--timeout: must be a positive number") }
             configuration.timeoutIntervalForResource = timeout
             configuration.timeoutIntervalForRequest = max(configuration.timeoutIntervalForRequest, timeout)
+        }
+        if options.speedLimit != nil || options.speedTime != nil {
+            // curl's defaults: a limit alone lasts 30 s, a time alone means 1 byte/s.
+            let limit = options.speedLimit ?? 1
+            let time = options.speedTime ?? 30
+            guard limit > 0, time > 0, time.isFinite else {
+                throw Failure(.usage, "--speed-limit and --speed-time: must be positive numbers")
+            }
+            configuration.lowSpeedLimit = limit
+            configuration.lowSpeedTime = time
         }
         if let connect = options.connectTimeout {
             guard connect > 0, connect.isFinite else {

@@ -30,7 +30,8 @@ import Foundation
 //   /redirect/N?status=C          N redirects (C, default 302) down to /redirect/0: 200 JSON.
 //   /redirect-loop                302 to itself, forever.
 //   /redirect-to?url=U&status=C   one redirect to U, any scheme (ftp://, file://, ...).
-//   /status/N                     status N (200...599) with a short text body.
+//   /status/N?challenge=V         status N (200...599) with a short text body; with
+//                                 `challenge`, a `WWW-Authenticate: V` header.
 //   /echo                         JSON: method, path, target, query, headers (lowercased
 //                                 names), http_version, body_length, body_sha256.
 //   /upload?reject=1              JSON {"length":L,"sha256":"..."} of the body; honours
@@ -54,6 +55,12 @@ import Foundation
 //                                 200 with "attempt A\n" (A counts all requests under K).
 //   /bearer/T                     200 JSON when `Authorization: Bearer T`, else 401 with
 //                                 WWW-Authenticate: Bearer.
+//   /digest-auth/USER/PASS?algorithm=A&qop=auth|none&stale=1
+//                                 RFC 7616 Digest (DigestServer): 200 JSON to a right answer,
+//                                 else 401 with a challenge (realm "TestServer digest",
+//                                 algorithm A = MD5 (default) or SHA-256, qop="auth" unless
+//                                 qop=none). stale=1: the first nonce is stale, and a right
+//                                 answer to it gets 401 stale=true with a fresh nonce.
 //   anything else                 404.
 // On every route, ?close=1 makes the server close the connection after the response.
 
@@ -182,7 +189,8 @@ extension Connection {
                 try sendHead(status: status, headers: connectionHeaders(head))
                 return try finish(head)
             }
-            return try respond(head, status: status, body: "status \(status)\n")
+            let challenge = head.query("challenge").map { [("WWW-Authenticate", sanitize($0))] } ?? []
+            return try respond(head, status: status, extraHeaders: challenge, body: "status \(status)\n")
         case "echo":
             var headers: [String: String] = [:]
             for (name, value) in head.headers {
@@ -274,6 +282,22 @@ extension Connection {
             return try respond(
                 head, status: 401, extraHeaders: [("WWW-Authenticate", #"Bearer realm="TestServer""#)],
                 body: "token refused\n")
+        case "digest-auth":
+            guard parts.count == 3 else { return try notFound(head) }
+            let options = DigestServer.Options(
+                algorithm: head.query("algorithm") == "SHA-256" ? "SHA-256" : "MD5", qop: head.query("qop") != "none",
+                staleFirst: head.query("stale") == "1")
+            let verdict = DigestServer.check(
+                head.header("authorization"), method: head.method, target: head.target, user: parts[1],
+                password: parts[2], options: options)
+            if verdict == .accepted {
+                let object: [String: Any] = ["authenticated": true, "user": parts[1]]
+                return try respond(head, status: 200, contentType: "application/json", body: json(object))
+            }
+            return try respond(
+                head, status: 401, contentType: "application/json",
+                extraHeaders: [("WWW-Authenticate", DigestServer.challenge(options, stale: verdict == .stale))],
+                body: #"{"authenticated":false}"#)
         default:
             return try notFound(head)
         }

@@ -171,7 +171,7 @@ do {
 private func migrating14() async throws {
 var configuration = SessionConfiguration.default
 configuration.connectTimeout = 10              // TCP + TLS
-configuration.timeoutIntervalForRequest = 30   // idle: under 1 byte/s for 30 s (0: off)
+configuration.timeoutIntervalForRequest = 30   // idle: no byte either way for 30 s (0: off)
 configuration.timeoutIntervalForResource = 600 // the whole transfer (0: no limit)
 let session = try SessionManager(configuration: configuration)
 

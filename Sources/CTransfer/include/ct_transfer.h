@@ -57,6 +57,14 @@ typedef enum ct_http_version {
                                               * counting: libcurl's
                                               * NOPROGRESS stays on */
 
+/* HTTP authentication schemes libcurl may answer a 401 with, using
+ * `user_password` (CURLOPT_HTTPAUTH). Basic alone is sent up front;
+ * with Digest, libcurl waits for the server's challenge, answers it once
+ * (again only after a stale=true renonce) and returns the 401 that
+ * refuses the answer. */
+#define CT_AUTH_BASIC             (1u << 0)
+#define CT_AUTH_DIGEST            (1u << 1)  /* RFC 7616: MD5, SHA-256 */
+
 struct ct_transfer_spec {
   const char *_Nullable url;         /* http or https only; required */
   const char *_Nullable method;      /* NULL: GET, or POST with a body */
@@ -95,6 +103,12 @@ struct ct_transfer_spec {
   int64_t timeout_ms;                /* whole transfer; 0: none */
   int64_t low_speed_limit;           /* bytes/s; 0: off */
   int64_t low_speed_time_s;
+  /* Idle timeout (URLSession's timeoutIntervalForRequest): the transfer
+   * fails with CT_E_TIMED_OUT when no byte moved in either direction
+   * (request body sent, response head or body received) for this long,
+   * while it was not paused by us; 0: off. Checked at least once a
+   * second, so it fires within about a second past the interval. */
+  int64_t idle_timeout_ms;
   int64_t max_redirects;             /* with CT_FLAG_FOLLOW_REDIRECTS */
   int64_t max_recv_speed;            /* bytes/s; 0: unlimited */
   int64_t max_send_speed;
@@ -102,7 +116,8 @@ struct ct_transfer_spec {
   const char *_Nullable ca_file;     /* overrides the loop's anchors */
   const char *_Nullable client_cert; /* PEM */
   const char *_Nullable client_key;  /* PEM */
-  const char *_Nullable user_password;  /* "user:password", Basic */
+  const char *_Nullable user_password;  /* "user:password" */
+  uint32_t auth_schemes;             /* CT_AUTH_*; 0: CT_AUTH_BASIC */
   int32_t priority;                  /* 0 default; higher first in queue */
   uint32_t progress_interval_ms;     /* 0: 16 ms; on_progress throttling */
 

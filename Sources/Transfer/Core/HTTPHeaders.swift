@@ -96,6 +96,11 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     }
 
     /// Refuses header names that are not tokens and values with CR, LF or NUL.
+    /// Adds `field`, replacing a field of the same name.
+    public mutating func replaceOrAdd(_ field: Field) {
+        replaceOrAdd(name: field.name, value: field.value)
+    }
+
     public static func validate(name: String, value: String) throws(TransferError) {
         if name.isEmpty || !name.utf8.allSatisfy(isTokenByte) {
             throw TransferError(.invalidRequest, "invalid header name \(name.debugDescription)")
@@ -150,5 +155,25 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         while lower < upper && (bytes[lower] == 0x20 || bytes[lower] == 0x09) { lower += 1 }
         while upper > lower && (bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09) { upper -= 1 }
         return lower..<upper
+    }
+}
+
+extension HTTPHeaders.Field {
+    /// `Authorization: Bearer <token>` (RFC 6750), for a request's or the
+    /// session's headers:
+    /// `request.headers.replaceOrAdd(.authorization(bearerToken: token))`.
+    /// The token is sent as given; one with CR, LF or NUL is refused when the
+    /// request is sent
+    /// (``TransferError/Code/invalidRequest``). Like every `Authorization`
+    /// header it is dropped on a redirect to another origin.
+    public static func authorization(bearerToken: String) -> HTTPHeaders.Field {
+        HTTPHeaders.Field(name: "Authorization", value: "Bearer \(bearerToken)")
+    }
+
+    /// `Authorization: Basic <base64(user:password)>` (RFC 7617), sent up
+    /// front with the first request. For Digest, or to wait for the server's
+    /// challenge, set ``Request/credential`` instead.
+    public static func authorization(username: String, password: String) -> HTTPHeaders.Field {
+        HTTPHeaders.Field(name: "Authorization", value: "Basic " + Data("\(username):\(password)".utf8).base64EncodedString())
     }
 }

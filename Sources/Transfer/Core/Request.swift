@@ -42,7 +42,12 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     public var method: HTTPMethod
     public var headers: HTTPHeaders
     public var body: Body?
-    /// Seconds the whole transfer may take (0: no limit beyond the session's).
+    /// The idle timeout of this request, as `URLRequest.timeoutInterval`:
+    /// seconds without a byte sent or received before the task fails with
+    /// ``TransferError/Code/timedOut``; 0 (the default) uses
+    /// ``SessionConfiguration/timeoutIntervalForRequest``. It is not a limit
+    /// on the whole transfer: that is
+    /// ``SessionConfiguration/timeoutIntervalForResource``.
     public var timeoutInterval: TimeInterval
     public var cachePolicy: CachePolicy
     /// Send the session's cookies and store the ones the response sets (default true).
@@ -56,6 +61,18 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     private var interceptorReference: InterceptorReference?
     /// The page this request is for, which ``CookieStore/AcceptPolicy/onlyFromMainDocumentDomain`` compares with.
     public var mainDocumentURL: URL?
+    /// A user/password libcurl answers the server's 401 with, before any
+    /// challenge hook (URLSession's credential for the protection space;
+    /// curl's `-u` with `--digest` or `--anyauth`). libcurl waits for the
+    /// challenge, answers it once in a scheme of ``credentialSchemes`` the
+    /// server offers (Digest before Basic), and returns the 401 that refuses
+    /// it: a wrong password costs exactly two requests. Sent only to the
+    /// origin (scheme, host, port) of the task's first request. To send Basic
+    /// up front instead, use ``HTTPHeaders/Field/authorization(username:password:)``.
+    public var credential: Credential?
+    /// The schemes ``credential`` may answer: `[.basic, .digest]` by default;
+    /// `[.digest]` is curl's `--digest`. Other schemes are ignored.
+    public var credentialSchemes: Set<AuthenticationScheme> = [.basic, .digest]
 
     public init(url: URL, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: Body? = nil,
                 timeoutInterval: TimeInterval = 0, cachePolicy: CachePolicy = .useProtocolCachePolicy)

@@ -10,13 +10,31 @@ public struct SessionConfiguration: Sendable, Hashable {
         case http2
     }
 
-    /// Seconds a request may stay without receiving a byte (URLSession's
-    /// timeoutIntervalForRequest); 0 disables.
+    /// The idle timeout, as URLSession's `timeoutIntervalForRequest`:
+    /// seconds a transfer may go without a byte sent or received (request
+    /// body, response head or body), counted from its start, connecting
+    /// included, while the engine runs it; time it is paused by a rate limit
+    /// or a slow stream consumer does not count. When it passes the task fails
+    /// with ``TransferError/Code/timedOut`` and a message that names it. A
+    /// trickle of bytes keeps a transfer alive however long it takes.
+    /// ``Request/timeoutInterval`` overrides it per request; 0 disables.
+    /// Checked once a second: it fires up to about a second late.
     public var timeoutIntervalForRequest: TimeInterval = 60
-    /// Seconds the whole transfer may take (timeoutIntervalForResource); 0: no limit.
+    /// The total timeout, as URLSession's `timeoutIntervalForResource`: seconds
+    /// the whole transfer (each hop of a task: a redirect or authentication
+    /// retry that Swift makes starts it again) may take; 0: no limit.
+    /// ``TransferError/Code/timedOut``.
     public var timeoutIntervalForResource: TimeInterval = 0
-    /// Seconds to establish a connection (TCP + TLS).
+    /// Seconds to establish a connection (TCP + TLS, and a proxy's tunnel);
+    /// ``TransferError/Code/timedOut`` when it passes (a refused connection
+    /// is ``TransferError/Code/cannotConnect`` at once).
     public var connectTimeout: TimeInterval = 30
+    /// curl's `--speed-limit`/`--speed-time` (CURLOPT_LOW_SPEED_LIMIT/TIME):
+    /// a transfer slower than `lowSpeedLimit` bytes per second, averaged by
+    /// libcurl, for `lowSpeedTime` seconds (whole seconds, rounded up) fails
+    /// with ``TransferError/Code/timedOut``. 0 in either: off.
+    public var lowSpeedLimit: Int64 = 0
+    public var lowSpeedTime: TimeInterval = 0
     /// Headers added to every request unless the request sets them.
     public var httpAdditionalHeaders: HTTPHeaders = [:]
     /// Connections open at once to one host (0: unlimited).

@@ -673,11 +673,13 @@ public final class SessionManager: Sendable {
         spec.max_decode_ratio = max(0, configuration.maximumDecompressionRatio)
         spec.connect_timeout_ms = Int64(configuration.connectTimeout * 1000)
         spec.timeout_ms = Int64(configuration.timeoutIntervalForResource * 1000)
+        // URLSession's request timeout is an idle timeout: no byte in either
+        // direction for `idle` seconds (the engine's check, ct_timeout.c).
         let idle = request.timeoutInterval > 0 ? request.timeoutInterval : configuration.timeoutIntervalForRequest
-        if idle > 0 {
-            // URLSession's request timeout is an idle timeout: no byte for `idle` seconds.
-            spec.low_speed_limit = 1
-            spec.low_speed_time_s = max(1, Int64(idle.rounded(.up)))
+        if idle > 0 { spec.idle_timeout_ms = max(1, Int64((idle * 1000).rounded(.up))) }
+        if configuration.lowSpeedLimit > 0 && configuration.lowSpeedTime > 0 {
+            spec.low_speed_limit = configuration.lowSpeedLimit
+            spec.low_speed_time_s = max(1, Int64(configuration.lowSpeedTime.rounded(.up)))
         }
         switch configuration.httpVersion {
         case .automatic: spec.http_version = CT_HTTP_AUTO

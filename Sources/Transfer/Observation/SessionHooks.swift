@@ -24,10 +24,19 @@ public enum ResponseDisposition: Sendable, Hashable {
 /// - `.cancelAuthenticationChallenge` / `.rejectProtectionSpace` refuse the
 ///   connection before any request byte is sent (`serverTrustRejected`).
 ///
-/// For an HTTP Basic challenge (a 401), `.useCredential` with a user/password
-/// retries the request with it; a server-trust credential is handled as
+/// For an HTTP challenge (a 401; every scheme reaches the hook), a
+/// `.useCredential` with a user/password retries the request once with it,
+/// answered by libcurl with the challenge's scheme: Basic, or Digest (RFC
+/// 7616, MD5 or SHA-256, with or without `qop=auth`; libcurl asks again
+/// without a new password when the server says `stale=true`). A credential
+/// that a server already refused for this task is not sent again: the 401
+/// is the result, so a hook that always answers the same wrong password
+/// costs one retry, not a loop. Bearer and other schemes take no password:
+/// a user/password answer, like a server-trust credential, is handled as
 /// `.performDefaultHandling` (the 401 is the result). The user/password is
 /// sent again only to the origin (scheme, host, port) that asked for it.
+/// With Digest the retry costs two requests (libcurl's own challenge round,
+/// then its answer), as libcurl starts every transfer without a nonce.
 public enum ChallengeDisposition: Sendable, Hashable {
     case useCredential(Credential)
     case performDefaultHandling
@@ -35,7 +44,7 @@ public enum ChallengeDisposition: Sendable, Hashable {
     case rejectProtectionSpace
 }
 
-/// A credential: a user/password (Basic, for 401 challenges), or a server
+/// A credential: a user/password (Basic or Digest, for 401 challenges), or a server
 /// trust (for server-trust challenges, as URLSession's `URLCredential(trust:)`).
 public struct Credential: Sendable, Hashable {
     public var user: String
@@ -44,7 +53,7 @@ public struct Credential: Sendable, Hashable {
     /// a user/password credential.
     public private(set) var serverTrust: ServerTrust?
 
-    /// A user/password credential for HTTP Basic (401) challenges. It never
+    /// A user/password credential for HTTP Basic and Digest (401) challenges. It never
     /// answers a server-trust challenge.
     public init(user: String, password: String) {
         self.user = user
@@ -82,13 +91,34 @@ public enum ChallengeAnswer: Sendable {
 /// The completion a deferring challenge handler calls with its answer.
 public typealias ChallengeCompletion = @Sendable (ChallengeDisposition) -> Void
 
-/// An authentication challenge: HTTP Basic from a 401, or server trust.
+/// An authentication challenge: HTTP from a 401 (Basic, Digest, Bearer or
+/// another scheme), or server trust.
 public struct AuthenticationChallenge: Sendable {
     public enum Kind: Sendable, Hashable {
+        /// A 401 whose preferred challenge is Basic.
         case httpBasic(realm: String?)
+        /// A 401 whose preferred challenge is another scheme (Digest when the
+        /// server offers it, else the first one it lists).
+        case http(scheme: AuthenticationScheme, realm: String?)
         case serverTrust
     }
     public var kind: Kind
+    /// The scheme of an HTTP challenge (nil for server trust). When a 401
+    /// offers several, this is Digest, then Basic, then the first.
+    public var scheme: AuthenticationScheme? {
+        switch kind {
+        case .httpBasic: .basic
+        case .http(let scheme, _): scheme
+        case .serverTrust: nil
+        }
+    }
+    /// The `realm` of an HTTP challenge, without quotes or control characters.
+    public var realm: String? {
+        switch kind {
+        case .httpBasic(let realm), .http(_, let realm): realm
+        case .serverTrust: nil
+        }
+    }
     public var host: String
     /// The port the connection is for (the server's real port, for
     /// server-trust challenges too).

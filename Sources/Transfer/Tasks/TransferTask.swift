@@ -49,9 +49,14 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         var speedLimit: SpeedLimit?
         var redirects = 0
         var challenges = 0
-        /// The user/password answered to a 401, and the URL it was answered for:
-        /// it is sent again only to that origin (``RedirectPolicy``).
-        var credential: (value: Credential, url: URL)?
+        /// The user/password answered to a 401, the scheme it answers, and the
+        /// URL it was answered for: it is sent again only to that origin
+        /// (``RedirectPolicy``).
+        var credential: (value: Credential, schemes: UInt32, url: URL)?
+        /// The user/password sent with the hop now running, if any.
+        var credentialInFlight: Credential?
+        /// Credentials a server answered with a 401 for this task: never sent again.
+        var refusedCredentials: [Credential] = []
         var lastDelivered: (upload: TransferProgress, download: TransferProgress)?
         var lastSent: Int64 = 0
     }
@@ -206,15 +211,26 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     /// Hands `request` to the engine with the 401 credential, if one was
     /// answered for the origin of `request`.
     func submit(_ request: Request) {
-        let credential = core.withLock { core -> Credential? in
+        // A hook's answer first; else the request's own credential, for the
+        // origin the task started at only.
+        var answer = core.withLock { core -> (Credential, UInt32)? in
             guard let stored = core.credential, RedirectPolicy.isSameOrigin(stored.url, request.url) else { return nil }
-            return stored.value
+            return (stored.value, stored.schemes)
         }
-        submit(request, credential: credential)
+        if answer == nil, let credential = request.credential, credential.serverTrust == nil,
+            RedirectPolicy.isSameOrigin(originalRequest.url, request.url)
+        {
+            var schemes: UInt32 = 0
+            if request.credentialSchemes.contains(.basic) { schemes |= UInt32(CT_AUTH_BASIC) }
+            if request.credentialSchemes.contains(.digest) { schemes |= UInt32(CT_AUTH_DIGEST) }
+            if schemes != 0 { answer = (credential, schemes) }
+        }
+        core.withLock { $0.credentialInFlight = answer?.0 }
+        submit(request, credential: answer)
     }
 
     /// Hands `request` to the engine (first hop, or a redirect/auth follow-up).
-    private func submit(_ request: Request, credential: Credential?) {
+    private func submit(_ request: Request, credential: (Credential, UInt32)?) {
         let strings = CStrings()
         defer { strings.free() }
         var spec = ct_transfer_spec()
@@ -224,8 +240,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             // origin the task started at, not for where it was redirected.
             try session.fillSpec(&spec, for: request, strings: strings,
                                  keepsOriginBoundHeaders: RedirectPolicy.isSameOrigin(originalRequest.url, request.url))
-            if let credential {
+            if let (credential, schemes) = credential {
                 spec.user_password = UnsafePointer(strings.make("\(credential.user):\(credential.password)"))
+                spec.auth_schemes = schemes
             }
             spec.counters = counters
             if wantsDisposition() { spec.flags |= UInt32(CT_FLAG_AWAIT_DISPOSITION) }
@@ -391,10 +408,19 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         if (300..<400).contains(status), let location = outcome.redirectURL, session.handlesRedirectsManually {
             return followRedirect(response: response, location: location)
         }
-        if status == 401, session.handlesChallenges,
-            let scheme = response.headers["WWW-Authenticate"], scheme.lowercased().hasPrefix("basic")
-        {
-            return answerChallenge(response: response, header: scheme, outcome: outcome)
+        if status == 401 {
+            // The credential this hop sent did not do: it is never sent again.
+            core.withLock { core in
+                if let sent = core.credentialInFlight, !core.refusedCredentials.contains(sent) {
+                    core.refusedCredentials.append(sent)
+                }
+            }
+            if session.handlesChallenges,
+                let challenge = AuthenticationChallengeHeader.preferred(
+                    in: AuthenticationChallengeHeader.parse(response.headers.values(for: "WWW-Authenticate")))
+            {
+                return answerChallenge(response: response, challenge: challenge, outcome: outcome)
+            }
         }
         return false
     }
@@ -439,18 +465,17 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         return true
     }
 
-    private func answerChallenge(response: HTTPResponse, header: String, outcome: Outcome) -> Bool {
+    private func answerChallenge(response: HTTPResponse, challenge header: AuthenticationChallengeHeader,
+                                 outcome: Outcome) -> Bool {
         let url = (currentRequest ?? originalRequest).url
         let previous = core.withLock { core -> Int in
             defer { core.challenges += 1 }
             return core.challenges
         }
         guard previous < 5 else { return false }   // the server keeps refusing: give it the 401
-        var realm: String?
-        if let range = header.range(of: "realm=\"") {
-            realm = String(header[range.upperBound...].prefix { $0 != "\"" })
-        }
-        let challenge = AuthenticationChallenge(kind: .httpBasic(realm: realm), host: url.host ?? "",
+        let kind: AuthenticationChallenge.Kind = header.scheme == .basic
+            ? .httpBasic(realm: header.realm) : .http(scheme: header.scheme, realm: header.realm)
+        let challenge = AuthenticationChallenge(kind: kind, host: url.host ?? "",
                                                 port: url.port ?? (url.scheme == "https" ? 443 : 80),
                                                 previousFailureCount: previous, failureResponse: response,
                                                 serverTrust: nil, policyVerdict: nil)
@@ -458,7 +483,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         let later: ChallengeCompletion = { [self] disposition in
             session.delegateQueue.async { [self] in
                 guard once.claim() else { return }
-                if !apply(disposition, url: url) {
+                if !apply(disposition, url: url, scheme: header.scheme) {
                     core.withLock { $0.life.endHops() }
                     complete(with: outcome)
                 }
@@ -466,7 +491,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         }
         switch session.didReceiveChallenge(task: self, challenge: challenge, later: later) {
         case .disposition(let disposition):
-            return once.claim() ? apply(disposition, url: url) : true
+            return once.claim() ? apply(disposition, url: url, scheme: header.scheme) : true
         case .fail(let error):
             if once.claim() { complete(error: error, outcome: nil) }
             return true
@@ -490,15 +515,24 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     }
 
     /// Acts on a 401 answer; false when the 401 is the result.
-    private func apply(_ disposition: ChallengeDisposition, url: URL) -> Bool {
+    private func apply(_ disposition: ChallengeDisposition, url: URL, scheme: AuthenticationScheme) -> Bool {
         switch disposition {
-        case .useCredential(let credential) where credential.serverTrust == nil:
-            core.withLock { $0.credential = (credential, url) }
+        case .useCredential(let credential) where credential.serverTrust == nil && scheme.takesPassword:
+            let schemes = UInt32(scheme == .digest ? CT_AUTH_DIGEST : CT_AUTH_BASIC)
+            let refused = core.withLock { core -> Bool in
+                if core.refusedCredentials.contains(credential) { return true }
+                core.credential = (credential, schemes, url)
+                return false
+            }
+            // The same wrong password again would loop: the 401 is the result.
+            if refused { return false }
             discardHopResult()
             beginHop(currentRequest ?? originalRequest)
             return true
         case .useCredential:
-            return false   // a server-trust credential answers no 401: the 401 is the result
+            // A server-trust credential answers no 401, a password no Bearer
+            // or unknown scheme: the 401 is the result.
+            return false
         case .cancelAuthenticationChallenge:
             complete(error: TransferError(.cancelled, "authentication challenge cancelled", url: url), outcome: nil)
             return true
