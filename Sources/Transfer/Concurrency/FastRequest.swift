@@ -278,9 +278,9 @@ extension SessionManager {
     }
 
     /// Whether `request` may skip the task layer: ``usesFastPath``, no body,
-    /// no interceptor of its own.
+    /// no interceptor and no credential of its own (the task answers 401s).
     func takesFastPath(_ request: Request) -> Bool {
-        request.body == nil && request.interceptor == nil && usesFastPath
+        request.body == nil && request.interceptor == nil && request.credential == nil && usesFastPath
     }
 
     /// Called whenever hooks or the delegate change (under the session's
