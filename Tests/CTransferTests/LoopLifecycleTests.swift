@@ -65,7 +65,10 @@ struct LoopLifecycleTests {
 
         // Then
         #expect(ProcessResources.openFileDescriptors() == fdsBefore)
-        #expect(ProcessResources.threads() == threadsBefore)
+        // No more than before: a leak adds a thread per cycle. Fewer is
+        // fine (a thread of an earlier test, or of the system's pools, may
+        // have ended meanwhile).
+        #expect(ProcessResources.threads() <= threadsBefore)
     }
 
     @Test("shutdown finishes every queued transfer exactly once, as cancelled")

@@ -287,7 +287,11 @@ struct SessionParityTests {
         #expect(failures == 0)
         #expect(session.tasks.isEmpty)
         #expect(await Wait.poll(timeout: .seconds(5)) { alive.withLock { $0.allSatisfy { $0.task == nil } } })
-        #expect(openDescriptors() <= fdsBefore + 2)
+        // A leak would be thousands. The pool itself may hold up to its 32
+        // connections beyond the warm-up's: nginx closes a connection after
+        // its keepalive_requests, libcurl opens another, and a connection the
+        // peer closed is only noticed (and its descriptor closed) on next use.
+        #expect(openDescriptors() <= fdsBefore + 34)
         // Under AddressSanitizer freed memory sits in its quarantine (256 MiB by default), so
         // resident size says nothing there; LeakSanitizer checks for leaks in that run instead.
         if !Sizes.underSanitizer {
