@@ -347,9 +347,10 @@ class Client:
 class SwiftClient(Client):
     """bench-transfer, bench-urlsession, bench-ahc and bench-socket: one JSON line."""
 
-    def __init__(self, name, label, binary, is_transfer=False, ceiling=False, pin=False, wrap=None):
+    def __init__(self, name, label, binary, is_transfer=False, ceiling=False, pin=False, wrap=None, extra=()):
         self.name, self.label, self.binary = name, label, binary
         self.is_transfer, self.ceiling, self.pin, self.wrap = is_transfer, ceiling, pin, wrap
+        self.extra = list(extra)
 
     def prepare(self, scenario, env):
         if not os.path.exists(self.binary):
@@ -386,7 +387,7 @@ class SwiftClient(Client):
         if scenario.segments:
             args += ["--segments", str(scenario.segments)]
         args += ["--concurrency", str(scenario.concurrency)]
-        return self.wrap_prefix + args
+        return self.wrap_prefix + args + self.extra
 
     def command(self, scenario, env):
         return self.base(scenario, env) + ["--count", str(scenario.count)]
@@ -614,12 +615,12 @@ def scenarios(quick):
         Scenario("s2-download-1g-https", "2", "1 GiB HTTPS", "1 GiB download to a file, HTTPS HTTP/1.1", "download", "https",
                  "/1g.bin", "MiB/s", everyone, expect_bytes=GIB),
         Scenario("s3-get-1k-c64", "3", "1 KiB GETs", f"{many:,} GETs of 1 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
-                 "http", "/1k.bin", "req/s", everyone + ["wrk"], count=many, concurrency=64, expect_bytes=1024),
+                 "http", "/1k.bin", "req/s", everyone + ["transfer-batch", "wrk"], count=many, concurrency=64, expect_bytes=1024),
         Scenario("s4-get-16k-c64", "4", "16 KiB GETs", f"{many:,} GETs of 16 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
-                 "http", "/16k.bin", "req/s", everyone + ["wrk"], count=many, concurrency=64,
+                 "http", "/16k.bin", "req/s", everyone + ["transfer-batch", "wrk"], count=many, concurrency=64,
                  expect_bytes=16 * 1024),
         Scenario("s5-get-1k-c64-h2", "5", "1 KiB GETs h2", f"{many:,} GETs of 1 KiB, 64 concurrent, HTTPS HTTP/2", "many", "h2",
-                 "/1k.bin", "req/s", everyone + ["h2load"], count=many, concurrency=64, expect_bytes=1024),
+                 "/1k.bin", "req/s", everyone + ["transfer-batch", "h2load"], count=many, concurrency=64, expect_bytes=1024),
         Scenario("s6-upload-256m", "6", "256 MiB upload", "256 MiB upload (POST) from a file, HTTP/1.1", "upload", "http", "/upload",
                  "MiB/s", everyone + ["socket"]),
         Scenario("s7-parallel-64m", "7", "parallel 64 MiB", f"{parallel} parallel downloads of 64 MiB to files, HTTP/1.1",
@@ -818,14 +819,24 @@ def target_checks(summary):
     """The issue's targets, checked against the medians: (scenario, target, measured, verdict)."""
     checks = []
 
-    def ratio(key, peer, minimum, what):
+    def ratio(key, peer, minimum, what, client="transfer"):
         rows = summary.get(key)
         if rows is None:
             return
-        r = transfer_ratio(rows, peer)
+        r = transfer_ratio(rows, peer, client)
         label = {"curl": "curl", "ahc": "AsyncHTTPClient"}[peer]
         checks.append((key, f"{what} ≥ {minimum:g}x {label}", f"{r:.2f}x" if r else "no numbers",
                        None if r is None else r >= minimum))
+
+    def cpu_share_of_curl(key, client, at_most, what):
+        rows = summary.get(key)
+        if rows is None:
+            return
+        t, c = median_of(rows, client, "cpu_per_unit"), median_of(rows, "curl", "cpu_per_unit")
+        share = t / c if t is not None and c else None
+        checks.append((key, f"{what} ≤ {at_most:g}x curl's CPU per request",
+                       f"{share:.2f}x" if share is not None else "no numbers",
+                       None if share is None else share <= at_most))
 
     def cpu_at_most_curl(key, unit):
         rows = summary.get(key)
@@ -847,12 +858,14 @@ def target_checks(summary):
         ratio(key, "curl", 1.0, "throughput")
         cpu_at_most_curl(key, "per GiB")
         rss_under(key, 32)
-    for key in ("s3-get-1k-c64", "s4-get-16k-c64"):
-        ratio(key, "curl", 1.25, "req/s")
-        ratio(key, "ahc", 2.0, "req/s")
-        cpu_at_most_curl(key, "per 10k requests")
-    ratio("s5-get-1k-c64-h2", "curl", 1.25, "req/s")
-    ratio("s5-get-1k-c64-h2", "ahc", 2.0, "req/s")
+    # Issue 13: data(for:) ≥ 1.5x curl; the batch API ≥ 2x curl at ≤ half its
+    # CPU per request; both ≥ 3x AsyncHTTPClient.
+    for key in ("s3-get-1k-c64", "s4-get-16k-c64", "s5-get-1k-c64-h2"):
+        ratio(key, "curl", 1.5, "data(for:) req/s")
+        ratio(key, "ahc", 3.0, "data(for:) req/s")
+        ratio(key, "curl", 2.0, "batch req/s", client="transfer-batch")
+        ratio(key, "ahc", 3.0, "batch req/s", client="transfer-batch")
+        cpu_share_of_curl(key, "transfer-batch", 0.5, "batch")
     ratio("s6-upload-256m", "curl", 1.0, "throughput")
     rss_under("s6-upload-256m", 32)
     ratio("s8-tls-connections", "curl", 3.0, "new connections/s")
@@ -893,7 +906,7 @@ def write_markdown(path, machine, cpus, args, all_scenarios, summary, clients_by
     checks = target_checks(summary)
     if checks:
         numbers = {s.key: s.number for s in all_scenarios}
-        lines.append("## Targets (issue 8)\n")
+        lines.append("## Targets (issues 8 and 13)\n")
         lines.append("| scenario | target | measured (medians) | |")
         lines.append("| --- | --- | --- | --- |")
         for key, target, measured, verdict in checks:
@@ -1179,6 +1192,8 @@ def all_clients(args, bin_dir, unshare_wrap):
     return [
         SwiftClient("transfer", "Transfer", f"{bin_dir}/bench-transfer", is_transfer=True),
         SwiftClient("transfer-pinned", "Transfer + pinning", f"{bin_dir}/bench-transfer", is_transfer=True, pin=True),
+        SwiftClient("transfer-batch", "Transfer batch API", f"{bin_dir}/bench-transfer", is_transfer=True,
+                    extra=["--api", "batch"]),
         TransferCliClient(args.transfer_cli),
         CurlClient(),
         SwiftClient("urlsession", "URLSession", f"{bin_dir}/bench-urlsession", wrap=unshare_wrap),
