@@ -131,6 +131,29 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
                             as: UTF8.self)
     }
 
+    /// Whether a raw head block has a `Set-Cookie` line: a byte scan (a
+    /// Foundation case-insensitive search cost about 4 % of the CPU of a
+    /// small request, and almost every response has no cookie).
+    static func hasSetCookie(_ head: String) -> Bool {
+        let name = Array("set-cookie:".utf8)
+        var head = head
+        return head.withUTF8 { bytes -> Bool in
+            var lineStart = 0
+            while lineStart + name.count <= bytes.count {
+                var matched = true
+                for k in 0..<name.count where bytes[lineStart + k] | 0x20 != name[k] {
+                    // `| 0x20` lowercases letters and leaves '-' and ':' as they are.
+                    matched = false
+                    break
+                }
+                if matched { return true }
+                guard let newline = bytes[lineStart...].firstIndex(of: UInt8(ascii: "\n")) else { return false }
+                lineStart = newline + 1
+            }
+            return false
+        }
+    }
+
     override func engineDidFinish(_ pointer: UnsafePointer<ct_result>) {
         var current = state.load(ordering: .acquiring)
         while current != Self.finishedMark {
@@ -149,9 +172,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             response = built
             // The cookie store keeps what libcurl drops (SameSite, time),
             // as the task path does at the head; only when a cookie came.
-            if session.cookieStore != nil,
-               rawHeaders.range(of: "set-cookie:", options: .caseInsensitive) != nil
-            {
+            if session.cookieStore != nil, Self.hasSetCookie(rawHeaders) {
                 session.noteCookies(of: built, for: request)
             }
         }
