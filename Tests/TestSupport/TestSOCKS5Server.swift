@@ -72,11 +72,12 @@ public final class TestSOCKS5Server: Sendable {
             else { return }
             let ok = String(decoding: user, as: UTF8.self) == credentials.user
                 && String(decoding: password, as: UTF8.self) == credentials.password
+            // Counted before the reply: the client learns of the refusal
+            // only from it, so a test that reads the count after its
+            // request failed sees it (TSan's timing showed the race).
+            if !ok { authFailures.withLock { $0 += 1 } }
             _ = ProxyListener.sendAll(client, [1, ok ? 0 : 1])
-            guard ok else {
-                authFailures.withLock { $0 += 1 }
-                return
-            }
+            guard ok else { return }
         }
         // Request: VER CMD RSV ATYP DST.ADDR DST.PORT
         guard let request = ProxyListener.readExactly(client, 4), request[0] == 5 else { return }
