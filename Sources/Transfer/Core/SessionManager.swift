@@ -11,6 +11,7 @@ import Synchronization
 /// handlers run on ``completionQueue`` (default: a private serial queue —
 /// nothing services the main queue in a Linux server).
 public final class SessionManager: Sendable {
+    /// The configuration the session was made with; fixed for its life.
     public let configuration: SessionConfiguration
     /// The session's cookies (the configuration's store, or its own fresh one); nil: none.
     public let cookieStore: CookieStore?
@@ -361,8 +362,11 @@ public final class SessionManager: Sendable {
 
     /// All tasks that have not completed.
     public var tasks: [TransferTask] { state.withLock { $0.tasks.values.sorted { $0.taskIdentifier < $1.taskIdentifier } } }
+    /// The data tasks not yet completed (upload tasks aside).
     public var dataTasks: [DataTask] { tasks.compactMap { $0 as? DataTask }.filter { !($0 is UploadTask) } }
+    /// The upload tasks not yet completed.
     public var uploadTasks: [UploadTask] { tasks.compactMap { $0 as? UploadTask } }
+    /// The download tasks not yet completed.
     public var downloadTasks: [DownloadTask] { tasks.compactMap { $0 as? DownloadTask } }
 
     /// The upload `Progress` of `task`: cancelling, pausing or resuming it
@@ -920,6 +924,8 @@ public final class SessionManager: Sendable {
         }
     }
 
+    /// Whether the session was invalidated; new tasks then fail with
+    /// ``TransferError/Code/sessionInvalidated``.
     public var isInvalidated: Bool { state.withLock { $0.invalidated } }
 }
 
