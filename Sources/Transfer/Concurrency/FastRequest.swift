@@ -256,6 +256,8 @@ public enum TransferNotifications {
     /// NotificationCenter itself; balance with ``endObserving()``.
     public static func beginObserving() { observers.add(1, ordering: .relaxed) }
 
+    /// Ends what one ``beginObserving()`` began; requests stop posting task
+    /// notifications once no observer is left.
     public static func endObserving() { observers.subtract(1, ordering: .relaxed) }
 }
 

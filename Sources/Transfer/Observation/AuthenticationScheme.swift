@@ -14,6 +14,7 @@ public enum AuthenticationScheme: Sendable, Hashable, CustomStringConvertible {
     /// Any other scheme, lower-cased (`negotiate`, `hoba`, ...).
     case other(String)
 
+    /// A scheme from its name, as it appears in `WWW-Authenticate`.
     public init(name: String) {
         switch name.lowercased() {
         case "basic": self = .basic

@@ -92,8 +92,11 @@ public final class NetworkReachability: Sendable {
 
     /// The last status seen while monitoring (``ReachabilityStatus/unknown`` before the first evaluation).
     public var status: ReachabilityStatus { state.withLock { $0.status } }
+    /// Whether the network is reachable now.
     public var isReachable: Bool { status.isReachable }
+    /// Whether the network is reachable over Wi-Fi now.
     public var isReachableViaWiFi: Bool { status == .reachable(.wifi) }
+    /// Whether the network is reachable over Ethernet now.
     public var isReachableViaEthernet: Bool { status == .reachable(.ethernet) }
     /// Through a mobile broadband modem (AFNetworking's `reachableViaWWAN`).
     public var isReachableViaWWAN: Bool { status == .reachable(.wwan) }

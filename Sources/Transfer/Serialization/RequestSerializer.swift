@@ -135,6 +135,7 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
         state.withLock { $0.headers[field] = value }
     }
 
+    /// The value of a default header, case-insensitive.
     public func value(forHTTPHeaderField field: String) -> String? {
         state.withLock { $0.headers[field] }
     }
@@ -145,6 +146,7 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
         setValue("Basic \(credentials)", forHTTPHeaderField: "Authorization")
     }
 
+    /// Removes the default `Authorization` header.
     public func clearAuthorizationHeader() {
         setValue(nil, forHTTPHeaderField: "Authorization")
     }
