@@ -98,7 +98,7 @@ public final class SessionManager: Sendable {
     /// (AFURLSessionManager's `responseSerializer`); default an
     /// ``HTTPResponseSerializer``, whose value is the body as `Data`. Handlers
     /// given as `serializedCompletionHandler` get its value or its error, and
-    /// ``Foundation/Notification/Name/transferTaskDidComplete`` carries both.
+    /// `Notification.Name.transferTaskDidComplete` carries both.
     /// Handlers taking `Data` keep getting the raw body and the transfer's
     /// error (plus the task's ``DataTask/validate()`` failures).
     public var responseSerializer: any ResponseSerializer {
@@ -109,7 +109,7 @@ public final class SessionManager: Sendable {
     /// The session's network reachability monitor (AFURLSessionManager's
     /// `reachabilityManager`): the default route by default. Nothing is
     /// watched until `reachabilityManager.startMonitoring()`; changes reach
-    /// its status-change handler and ``Foundation/Notification/Name/transferReachabilityDidChange``.
+    /// its status-change handler and `Notification.Name.transferReachabilityDidChange`.
     public var reachabilityManager: NetworkReachability {
         get { state.withLock { $0.reachabilityManager } }
         set { state.withLock { $0.reachabilityManager = newValue } }
@@ -866,7 +866,7 @@ public final class SessionManager: Sendable {
     /// `reset`): idle pooled connections are closed, and no later transfer
     /// reuses a connection or resumes a TLS session made before the reset
     /// (connections busy now are closed once idle); then the reset actions
-    /// of the session's stores run (``resetCookiesAndCache()``). Running
+    /// of the session's stores run (`resetCookiesAndCache()`). Running
     /// transfers continue. Safe from any thread.
     public func reset() {
         let (policy, refusal) = state.withLock { ($0.securityPolicy, $0.securityPolicyError) }

@@ -92,7 +92,7 @@ public final class ManualActivityScheduler: ActivityScheduler {
 /// behaviour of AFNetworkActivityIndicatorManager as a library type.
 ///
 /// The monitor counts running tasks from the task notifications
-/// (``Foundation/Notification/Name/transferTaskDidResume`` adds a task,
+/// (`Notification.Name.transferTaskDidResume` adds a task,
 /// `…DidSuspend` and `…DidComplete` remove it; each task counts once, the
 /// count never goes below zero) plus a manual count. It reports active only
 /// once activity has lasted ``activationDelay`` (1 s by default), and inactive

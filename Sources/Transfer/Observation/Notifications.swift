@@ -15,7 +15,7 @@ extension Notification.Name {
     public static let transferDownloadDidFailToMoveFile = Notification.Name("transfer.download.didFailToMoveFile")
 }
 
-/// Keys of the userInfo of ``Notification/Name/transferTaskDidComplete``,
+/// Keys of the userInfo of `Notification.Name.transferTaskDidComplete`,
 /// as AFNetworking's AFNetworkingTaskDidComplete*Key.
 public enum TransferNotificationKey {
     /// The response serializer used (AFNetworking's `AFNetworkingTaskDidCompleteResponseSerializerKey`).

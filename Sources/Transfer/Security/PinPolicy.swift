@@ -33,7 +33,7 @@ public struct HostPinPolicy: Sendable, Hashable {
 
     /// - Note: An enforced rule needs at least two pins (keys + certificates): one of them a
     ///   backup, so a key rotation cannot lock clients out. ``validate()`` and
-    ///   ``SecurityPolicy/makeEnginePolicy()`` check it.
+    ///   ``SessionManager/setSecurityPolicy(_:)`` check it.
     public init(patterns: [String], includeSubdomains: Bool = false, exclusions: [String] = [],
                 publicKeyHashes: [String] = [], certificates: [Certificate] = [], expiration: Date? = nil,
                 enforcement: Enforcement = .enforce) {

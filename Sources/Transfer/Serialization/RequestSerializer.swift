@@ -55,8 +55,9 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
 
     private let state: Protected<Configuration>
 
-    /// A serializer with the default headers (``defaultAcceptLanguage`` and
-    /// ``defaultUserAgent``) and AFNetworking's defaults.
+    /// A serializer with the default headers
+    /// (``HTTPRequestSerializer/defaultAcceptLanguage`` and
+    /// ``HTTPRequestSerializer/defaultUserAgent``) and AFNetworking's defaults.
     public init() {
         var headers = HTTPHeaders()
         headers["Accept-Language"] = Self.defaultAcceptLanguage
