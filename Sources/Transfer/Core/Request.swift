@@ -52,7 +52,8 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     public var url: URL
     /// The method (default `GET`).
     public var method: HTTPMethod
-    /// Headers sent with the request, after the session's defaults (``SessionConfiguration/httpAdditionalHeaders``).
+    /// Headers sent with the request; they win over the session's
+    /// ``SessionConfiguration/httpAdditionalHeaders``.
     public var headers: HTTPHeaders
     /// The body, or nil for none. Upload tasks take theirs from the call that creates them.
     public var body: Body?
@@ -129,8 +130,8 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
 /// body has to be sent from the start.
 public struct BodyStreamProvider: Sendable, Hashable {
     private let id = UUID()
-    /// Called on the engine's side each time the body starts again; must
-    /// return a new, unopened stream (nil fails the task with `invalidRequest`).
+    /// Called each time the body must be sent from the start; returns a
+    /// new, unopened stream.
     public let makeStream: @Sendable () -> InputStream?
     /// A provider that calls `makeStream` for each fresh body.
     public init(_ makeStream: @escaping @Sendable () -> InputStream?) { self.makeStream = makeStream }

@@ -60,7 +60,7 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var maxTotalSendSpeed: Int64 = 0
     /// Client certificate for mutual TLS (PEM files).
     public var clientCertificatePath: String?
-    /// The private key of ``clientCertificatePath`` (PEM file; nil: in the same file).
+    /// The private key of ``clientCertificatePath`` (PEM file).
     public var clientKeyPath: String?
     /// Ask for gzip/deflate/br bodies and decode them transparently.
     public var acceptsCompressedResponses = true

@@ -68,7 +68,7 @@ extension RequestInterceptor {
 public struct Interceptor: RequestInterceptor {
     /// Adapters, run in order before each attempt.
     public var adapters: [any RequestAdapter]
-    /// Retriers, asked in order after a failed attempt; the first that retries wins.
+    /// Retriers, asked in order after a failed attempt; the first answer other than `.doNotRetry` wins.
     public var retriers: [any RequestRetrier]
 
     /// An interceptor that combines adapters and retriers.

@@ -14,8 +14,9 @@ public protocol SessionDelegate: AnyObject, Sendable {
     /// answer them costs new TLS connections nothing, and a busy delegate
     /// queue cannot hold handshakes up).
     var wantsServerTrustChallenges: Bool { get }
-    /// The session was invalidated; `error` is nil after
-    /// ``SessionManager/finishTasksAndInvalidate()`` or a plain cancel.
+    /// The session was invalidated and its last task has ended; called once.
+    /// `error` is nil (invalidation is always asked for, as with
+    /// ``SessionManager/finishTasksAndInvalidate()``).
     func session(_ session: SessionManager, didBecomeInvalidWithError error: TransferError?)
     /// The task finished: `error` nil on success, else why (any ``TransferError/Code``).
     func session(_ session: SessionManager, task: TransferTask, didCompleteWithError error: TransferError?)

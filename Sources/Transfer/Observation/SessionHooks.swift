@@ -154,8 +154,8 @@ public struct SessionHooks: Sendable {
     public init() {}
 
     // Session
-    /// The session was invalidated (AFNetworking's
-    /// `setSessionDidBecomeInvalidBlock:`); the error is nil after a normal invalidation.
+    /// The session was invalidated and its last task has ended, once
+    /// (AFNetworking's `setSessionDidBecomeInvalidBlock:`); the error is nil.
     public var sessionDidBecomeInvalid: (@Sendable (SessionManager, TransferError?) -> Void)?
     /// Server-trust challenges (every new TLS connection, when set) and,
     /// without a task-level hook, 401 challenges. See ``ChallengeDisposition``
