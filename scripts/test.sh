@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds, runs the tests,
-# then runs them again under ThreadSanitizer and AddressSanitizer.
+# checks the documentation, then runs the tests again under ThreadSanitizer
+# and AddressSanitizer.
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    plain run only, no sanitizers
 set -euo pipefail
@@ -21,6 +22,12 @@ swift test --skip-build --no-parallel 2>&1 | tee .build/test.log | tail -n 40
 # swift test exits non-zero on failure; tee hides that, so check the log.
 grep -qE "Test run with .* passed|Executed .* with 0 failures" .build/test.log || { echo "tests failed" >&2; exit 1; }
 scripts/fuzz.sh 20   # every libFuzzer target 20 s (Tests/Fuzz); skips itself, loudly, without clang
+
+echo "== docs: a doc comment on every public declaration, then the DocC build"
+scripts/doc-coverage.py   # exit 1 and file:line of each public declaration without one
+swift package --disable-sandbox generate-documentation --target Transfer 2>&1 | tee .build/docs.log | tail -n 3
+# DocC only warns about a link to nothing; the docs must not have one.
+! grep -E "warning: .*(doesn't exist at|fails to resolve)" .build/docs.log || { echo "unresolved links in the docs" >&2; exit 1; }
 
 if [ "$quick" -eq 0 ]; then
     export TRANSFER_TEST_SANITIZER=1   # tests shrink their big payloads

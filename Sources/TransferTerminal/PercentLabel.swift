@@ -23,6 +23,7 @@ public final class PercentLabel: TerminalElement {
     /// The percentage, e.g. "42%" (empty before the first known total).
     public var text: String { state.read { $0.text } }
 
+    /// Whether the label is bound to a task.
     public var isBound: Bool { state.isBound }
 
     public var isAnimating: Bool { false }

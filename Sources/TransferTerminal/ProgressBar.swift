@@ -43,6 +43,7 @@ public final class ProgressBar: TerminalElement {
         self.animationDuration = max(0, animationDuration)
     }
 
+    /// The text shown before the bar.
     public var label: String {
         get { state.read { $0.label } }
         set { state.set { $0.label = newValue } }

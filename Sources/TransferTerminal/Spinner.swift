@@ -15,16 +15,20 @@ public final class Spinner: TerminalElement {
 
     /// The frames a spinner cycles through.
     public static let asciiFrames = ["|", "/", "-", "\\"]
+    /// Frames of a Braille spinner, for terminals that draw Unicode.
     public static let brailleFrames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
     private let state: BindingState<Display>
     private let clock: DisplayClock
+    /// The frames drawn in turn.
     public let frames: [String]
     /// Seconds per frame.
     public let frameDuration: TimeInterval
     /// What a stopped spinner shows in place of a frame (blank: hidden when stopped).
     public let stoppedSymbol: String
 
+    /// A spinner showing `title`, turning through `frames` every
+    /// `frameDuration` seconds, and `stoppedSymbol` once stopped.
     public init(
         title: String = "", frames: [String] = Spinner.asciiFrames, frameDuration: TimeInterval = 0.1,
         stoppedSymbol: String = " ", clock: DisplayClock = .system
@@ -36,13 +40,16 @@ public final class Spinner: TerminalElement {
         self.stoppedSymbol = stoppedSymbol
     }
 
+    /// The text shown after the spinner.
     public var title: String {
         get { state.read { $0.title } }
         set { state.set { $0.title = newValue } }
     }
 
+    /// Whether the spinner is turning.
     public var isSpinning: Bool { state.read { $0.spinning } }
 
+    /// Whether the spinner is bound to a task.
     public var isBound: Bool { state.isBound }
 
     public var isAnimating: Bool { isSpinning }

@@ -5,8 +5,10 @@ import Transfer
 
 /// A monotonic time source in seconds; injectable so rendering is testable.
 public struct DisplayClock: Sendable {
+    /// Returns the current time in seconds.
     public let now: @Sendable () -> TimeInterval
 
+    /// A clock reading `now`.
     public init(now: @escaping @Sendable () -> TimeInterval) { self.now = now }
 
     /// The system's monotonic clock (`DispatchTime`).

@@ -19,9 +19,11 @@ public protocol TerminalOutput: Sendable {
 /// A file descriptor, standard error by default (so progress never mixes with
 /// a body written to standard output).
 public struct FileDescriptorOutput: TerminalOutput {
+    /// The file descriptor written to.
     public let fileDescriptor: Int32
     public let isTerminal: Bool
 
+    /// Output to `fileDescriptor` (default standard error).
     public init(fileDescriptor: Int32 = STDERR_FILENO) {
         self.fileDescriptor = fileDescriptor
         let term = ProcessInfo.processInfo.environment["TERM"] ?? ""
@@ -60,6 +62,7 @@ public final class TerminalBuffer: TerminalOutput {
     public let columns: Int?
     private let writes = Protected<[String]>([])
 
+    /// A buffer that says it is a terminal of `columns` columns (or not).
     public init(isTerminal: Bool, columns: Int? = 80) {
         self.isTerminal = isTerminal
         self.columns = columns

@@ -246,8 +246,8 @@ extension SessionManager {
 /// layer did for requests nobody watched, and NotificationCenter cannot say
 /// whether anyone observes a name. So the rule is: requests of
 /// ``SessionManager/data(for:)`` and of the batch API, on a session with no
-/// hooks and no delegate, post ``Foundation/Notification/Name/transferTaskDidResume``
-/// and ``Foundation/Notification/Name/transferTaskDidComplete`` only while
+/// hooks and no delegate, post `Notification.Name.transferTaskDidResume`
+/// and `Notification.Name.transferTaskDidComplete` only while
 /// someone observes through ``observe(_:object:queue:using:)`` (or an
 /// ``ActivityMonitor`` on the default center). Tasks made with `dataTask(with:)`,
 /// uploads and downloads post them always.
@@ -277,6 +277,8 @@ public enum TransferNotifications {
     /// NotificationCenter itself; balance with ``endObserving()``.
     public static func beginObserving() { observers.add(1, ordering: .relaxed) }
 
+    /// Ends what one ``beginObserving()`` began; requests stop posting task
+    /// notifications once no observer is left.
     public static func endObserving() { observers.subtract(1, ordering: .relaxed) }
 }
 

@@ -79,6 +79,9 @@ extension HTTPSessionManager {
         try await serialized(.head, path, parameters, headers).response
     }
 
+    /// `POST` of `parameters` as the request serializer encodes them; returns
+    /// the serialized response. Throws a ``TransferError`` (transport, status or
+    /// serialization). AFNetworking's `POST:parameters:headers:progress:success:failure:`.
     public func post(_ path: String, parameters: JSONValue? = nil, headers: HTTPHeaders? = nil)
         async throws(TransferError) -> Serialized
     {
@@ -97,18 +100,21 @@ extension HTTPSessionManager {
         return try Self.finish(exchange, with: responseSerializer, url: request.url)
     }
 
+    /// `PUT`, as ``post(_:parameters:headers:)``.
     public func put(_ path: String, parameters: JSONValue? = nil, headers: HTTPHeaders? = nil)
         async throws(TransferError) -> Serialized
     {
         try await serialized(.put, path, parameters, headers)
     }
 
+    /// `PATCH`, as ``post(_:parameters:headers:)``.
     public func patch(_ path: String, parameters: JSONValue? = nil, headers: HTTPHeaders? = nil)
         async throws(TransferError) -> Serialized
     {
         try await serialized(.patch, path, parameters, headers)
     }
 
+    /// `DELETE`, as ``post(_:parameters:headers:)``.
     public func delete(_ path: String, parameters: JSONValue? = nil, headers: HTTPHeaders? = nil)
         async throws(TransferError) -> Serialized
     {

@@ -25,6 +25,7 @@ public struct BatchOptions: Sendable, Hashable {
     /// Fill ``BatchResult/metrics``.
     public var collectsMetrics: Bool
 
+    /// Options for a batch; the defaults keep bodies and skip metrics.
     public init(maxConcurrentRequests: Int = 64, discardsBodies: Bool = false, collectsMetrics: Bool = false) {
         self.maxConcurrentRequests = maxConcurrentRequests
         self.discardsBodies = discardsBodies

@@ -8,18 +8,24 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
     /// The `SameSite` attribute (RFC 6265bis). Kept and reported; a client
     /// library has no "site for cookies", so it does not change what is sent.
     public enum SameSite: String, Sendable, Hashable {
+        /// Sent on same-site requests only.
         case strict = "Strict"
+        /// Sent on same-site requests and top-level navigations.
         case lax = "Lax"
+        /// Sent on every request (needs `Secure`).
         case none = "None"
     }
 
+    /// The cookie's name.
     public var name: String
+    /// The cookie's value, as the server set it.
     public var value: String
     /// The host the cookie belongs to, without a leading dot.
     public var domain: String
     /// Whether hosts under `domain` get the cookie too (a `Domain` attribute
     /// was given); false: `domain` only (host-only cookie).
     public var includesSubdomains: Bool
+    /// The path the cookie is sent for (default `/`).
     public var path: String
     /// When the cookie expires; nil for a session cookie.
     public var expires: Date?
@@ -27,8 +33,10 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
     public var isSecure: Bool
     /// Not for scripts; HTTP requests send it as any other.
     public var isHTTPOnly: Bool
+    /// The `SameSite` attribute, nil when the server set none.
     public var sameSite: SameSite?
 
+    /// A cookie for `domain`, as `HTTPCookie` would hold it.
     public init(name: String, value: String, domain: String, includesSubdomains: Bool = false, path: String = "/",
                 expires: Date? = nil, isSecure: Bool = false, isHTTPOnly: Bool = false, sameSite: SameSite? = nil)
     {

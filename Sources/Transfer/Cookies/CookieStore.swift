@@ -20,6 +20,7 @@ public final class CookieStore: @unchecked Sendable, Hashable, CustomStringConve
 
     /// Which cookies a response may store (`HTTPCookie.AcceptPolicy`).
     public enum AcceptPolicy: Sendable, Hashable {
+        /// Store every cookie a response sets.
         case always
         /// Store nothing; stored cookies are still sent.
         case never

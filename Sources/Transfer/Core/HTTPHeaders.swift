@@ -8,9 +8,13 @@ import Foundation
 public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral,
     CustomStringConvertible
 {
+    /// One header line: a name and its value, in the order sent or received.
     public struct Field: Sendable, Hashable {
+        /// The header name, as written (compared case-insensitively).
         public var name: String
+        /// The header value.
         public var value: String
+        /// A field; nothing is validated until the request is sent.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
@@ -19,8 +23,10 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     private var fields: [Field] = []
 
+    /// No headers.
     public init() {}
 
+    /// Headers from name/value pairs, in order; repeated names are kept.
     public init(_ fields: [(String, String)]) {
         self.fields = fields.map { Field(name: $0.0, value: $0.1) }
     }
@@ -29,7 +35,9 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         self.init(elements)
     }
 
+    /// The number of fields (a repeated name counts each time).
     public var count: Int { fields.count }
+    /// Whether there is no field.
     public var isEmpty: Bool { fields.isEmpty }
 
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
@@ -43,20 +51,26 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         }
     }
 
+    /// The first value of `name` (case-insensitive), or nil.
     public func value(for name: String) -> String? {
         fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
     }
 
+    /// Every value of `name` (case-insensitive), in order.
     public func values(for name: String) -> [String] {
         fields.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
     }
 
+    /// Whether a field named `name` (case-insensitive) is present.
     public func contains(_ name: String) -> Bool { value(for: name) != nil }
 
+    /// Appends a field, keeping any of the same name.
     public mutating func add(name: String, value: String) {
         fields.append(Field(name: name, value: value))
     }
 
+    /// Sets the first field of this name to `value` and removes the others,
+    /// or appends it when there is none.
     public mutating func replaceOrAdd(name: String, value: String) {
         if let index = fields.firstIndex(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) {
             fields[index].value = value
@@ -73,6 +87,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         }
     }
 
+    /// Removes every field named `name` (case-insensitive).
     public mutating func remove(name: String) {
         fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
     }
@@ -101,6 +116,9 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         replaceOrAdd(name: field.name, value: field.value)
     }
 
+    /// Checks a field as the engine will before sending it: throws
+    /// ``TransferError/Code/invalidRequest`` for a name that is not an HTTP
+    /// token or a value with CR, LF or NUL (header injection).
     public static func validate(name: String, value: String) throws(TransferError) {
         if name.isEmpty || !name.utf8.allSatisfy(isTokenByte) {
             throw TransferError(.invalidRequest, "invalid header name \(name.debugDescription)")

@@ -5,6 +5,7 @@ import Synchronization
 public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
     /// The URL the response came from (after redirects).
     public var url: URL
+    /// The status code (200, 404, ...).
     public var statusCode: Int
     /// The header fields. A response from the fast path keeps the raw head
     /// block and parses it here, on first access (then once per response).
@@ -27,6 +28,7 @@ public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
         case raw(RawHeaderBlock)
     }
 
+    /// A response, for tests and for serializers of your own.
     public init(url: URL, statusCode: Int, headers: HTTPHeaders, httpVersion: String = "1.1") {
         self.url = url
         self.statusCode = statusCode
@@ -81,6 +83,7 @@ public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
         headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? -1
     }
 
+    /// `headers[name]`, as `HTTPURLResponse` spells it.
     public func value(forHTTPHeaderField name: String) -> String? { headers[name] }
 
     public var description: String { "HTTP/\(httpVersion) \(statusCode) \(url.absoluteString)" }

@@ -144,6 +144,7 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
 
     // MARK: - Forwarded from the session
 
+    /// The configuration of the underlying ``SessionManager``.
     public var configuration: SessionConfiguration { session.configuration }
 
     /// Where `success` and `failure` run (and completion handlers of the
@@ -171,9 +172,13 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
         set { session.delegate = newValue }
     }
 
+    /// The tasks not yet completed, of every kind (``SessionManager/tasks``).
     public var tasks: [TransferTask] { session.tasks }
+    /// The data tasks not yet completed (upload tasks aside).
     public var dataTasks: [DataTask] { session.dataTasks }
+    /// The upload tasks not yet completed.
     public var uploadTasks: [UploadTask] { session.uploadTasks }
+    /// The download tasks not yet completed.
     public var downloadTasks: [DownloadTask] { session.downloadTasks }
 
     /// The upload `Progress` of `task` (see ``SessionManager/uploadProgress(for:)``).

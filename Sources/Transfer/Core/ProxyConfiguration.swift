@@ -22,6 +22,7 @@ public enum ProxySetting: Sendable, Hashable {
 /// system anchors) and the proxy's host name; the session's ``SecurityPolicy`` (pins,
 /// challenge hook) judges the origin server only, through the tunnel, as without a proxy.
 public struct ProxyConfiguration: Sendable, Hashable {
+    /// The protocol spoken to the proxy.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         /// Plain HTTP to the proxy: `CONNECT` tunnels for https URLs, absolute-form
         /// requests for http URLs.
@@ -37,9 +38,12 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// User name and password for the proxy: `Proxy-Authorization: Basic` for HTTP(S)
     /// proxies, RFC 1929 for SOCKS5. They are sent to the proxy only, never to an origin.
     public struct Credentials: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+        /// The user name sent to the proxy.
         public var user: String
+        /// The password sent to the proxy.
         public var password: String
 
+        /// A user and password for the proxy.
         public init(user: String, password: String) {
             self.user = user
             self.password = password
@@ -50,11 +54,13 @@ public struct ProxyConfiguration: Sendable, Hashable {
         public var debugDescription: String { description }
     }
 
+    /// The protocol spoken to the proxy.
     public var kind: Kind
     /// A host name, an IPv4 address or an IPv6 address (with or without brackets).
     public var host: String
     /// 1...65535.
     public var port: Int
+    /// Credentials for the proxy, or nil for none.
     public var credentials: Credentials?
     /// Hosts that bypass the proxy, with curl's `--noproxy` meaning: an entry matches the
     /// host itself and its subdomains (`example.com` matches `a.example.com`), an IP
@@ -63,6 +69,7 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// PEM trust anchors for an HTTPS proxy's certificate (nil: the system anchors).
     public var caFile: String?
 
+    /// A proxy of `kind` at `host`:`port`.
     public init(_ kind: Kind, host: String, port: Int, credentials: Credentials? = nil,
                 bypass: [String] = [], caFile: String? = nil)
     {

@@ -6,16 +6,24 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
+    /// A method from its token, upper-cased (`HTTPMethod("purge")` is `PURGE`).
     public init(_ rawValue: String) { self.init(rawValue: rawValue) }
     public init(stringLiteral value: String) { self.init(rawValue: value) }
     public var description: String { rawValue }
 
+    /// `GET`.
     public static let get = HTTPMethod("GET")
+    /// `HEAD`: the response head only, no body.
     public static let head = HTTPMethod("HEAD")
+    /// `POST`.
     public static let post = HTTPMethod("POST")
+    /// `PUT`.
     public static let put = HTTPMethod("PUT")
+    /// `PATCH`.
     public static let patch = HTTPMethod("PATCH")
+    /// `DELETE`.
     public static let delete = HTTPMethod("DELETE")
+    /// `OPTIONS`.
     public static let options = HTTPMethod("OPTIONS")
 }
 
@@ -23,6 +31,7 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 public struct Request: Sendable, Hashable, CustomStringConvertible {
     /// Where the body comes from.
     public enum Body: Sendable, Hashable {
+        /// Bytes held in memory, sent as they are.
         case data(Data)
         /// A file read in large blocks; `length` nil means to the end.
         case file(URL, offset: Int64 = 0, length: Int64? = nil)
@@ -34,13 +43,19 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     /// How a cached response may be used. Transfer has no cache of its own;
     /// the policy is carried for serializers and hooks that use one.
     public enum CachePolicy: Sendable, Hashable {
+        /// `NSURLRequestCachePolicy`'s values, carried as they are.
         case useProtocolCachePolicy, reloadIgnoringLocalCacheData, returnCacheDataElseLoad,
             returnCacheDataDontLoad
     }
 
+    /// The absolute http or https URL to fetch.
     public var url: URL
+    /// The method (default `GET`).
     public var method: HTTPMethod
+    /// Headers sent with the request; they win over the session's
+    /// ``SessionConfiguration/httpAdditionalHeaders``.
     public var headers: HTTPHeaders
+    /// The body, or nil for none. Upload tasks take theirs from the call that creates them.
     public var body: Body?
     /// The idle timeout of this request, as `URLRequest.timeoutInterval`:
     /// seconds without a byte sent or received before the task fails with
@@ -49,6 +64,7 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     /// on the whole transfer: that is
     /// ``SessionConfiguration/timeoutIntervalForResource``.
     public var timeoutInterval: TimeInterval
+    /// The cache policy (default `.useProtocolCachePolicy`); see ``CachePolicy``.
     public var cachePolicy: CachePolicy
     /// Send the session's cookies and store the ones the response sets (default true).
     public var httpShouldHandleCookies: Bool
@@ -74,6 +90,8 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     /// `[.digest]` is curl's `--digest`. Other schemes are ignored.
     public var credentialSchemes: Set<AuthenticationScheme> = [.basic, .digest]
 
+    /// A request for `url`; nothing is checked until a task is made from it (a
+    /// bad URL then fails the task with ``TransferError/Code/invalidRequest``).
     public init(url: URL, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: Body? = nil,
                 timeoutInterval: TimeInterval = 0, cachePolicy: CachePolicy = .useProtocolCachePolicy)
     {
@@ -112,7 +130,10 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
 /// body has to be sent from the start.
 public struct BodyStreamProvider: Sendable, Hashable {
     private let id = UUID()
+    /// Called each time the body must be sent from the start; returns a
+    /// new, unopened stream.
     public let makeStream: @Sendable () -> InputStream?
+    /// A provider that calls `makeStream` for each fresh body.
     public init(_ makeStream: @escaping @Sendable () -> InputStream?) { self.makeStream = makeStream }
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }

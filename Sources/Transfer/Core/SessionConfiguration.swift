@@ -2,9 +2,11 @@ import Foundation
 
 /// How a ``SessionManager`` connects: timeouts, headers, limits, TLS anchors.
 public struct SessionConfiguration: Sendable, Hashable {
+    /// Which HTTP version to ask for.
     public enum HTTPVersion: Sendable, Hashable {
         /// HTTP/2 over TLS when ALPN agrees, HTTP/1.1 otherwise.
         case automatic
+        /// HTTP/1.1 only, also over TLS.
         case http1_1
         /// Prefer HTTP/2 (over TLS; cleartext stays HTTP/1.1).
         case http2
@@ -34,6 +36,7 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// libcurl, for `lowSpeedTime` seconds (whole seconds, rounded up) fails
     /// with ``TransferError/Code/timedOut``. 0 in either: off.
     public var lowSpeedLimit: Int64 = 0
+    /// See ``lowSpeedLimit``: the seconds a transfer may stay below it.
     public var lowSpeedTime: TimeInterval = 0
     /// Headers added to every request unless the request sets them.
     public var httpAdditionalHeaders: HTTPHeaders = [:]
@@ -41,16 +44,23 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var maxConnectionsPerHost: Int = 6
     /// Connections open at once in all (0: unlimited).
     public var maxTotalConnections: Int = 0
+    /// The HTTP version to ask for (default `.automatic`).
     public var httpVersion: HTTPVersion = .automatic
     /// PEM bundle of trust anchors, loaded once for the session (nil: system store).
     public var caFile: String?
+    /// Follow 3xx redirects (default true); when false a task completes with
+    /// the 3xx response.
     public var followRedirects = true
+    /// The most redirects one task follows; one more fails it with
+    /// ``TransferError/Code/tooManyRedirects``.
     public var maxRedirects = 16
     /// Bandwidth shared by all transfers of the session, bytes/s (0: unlimited).
     public var maxTotalReceiveSpeed: Int64 = 0
+    /// Upload bandwidth shared by all transfers of the session, bytes/s (0: unlimited).
     public var maxTotalSendSpeed: Int64 = 0
     /// Client certificate for mutual TLS (PEM files).
     public var clientCertificatePath: String?
+    /// The private key of ``clientCertificatePath`` (PEM file).
     public var clientKeyPath: String?
     /// Ask for gzip/deflate/br bodies and decode them transparently.
     public var acceptsCompressedResponses = true
@@ -104,6 +114,7 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// sessions; nil: no cookie is sent or stored.
     public var cookieStore: CookieStore? = CookieStore.perSession
 
+    /// The defaults, as ``SessionConfiguration/default``.
     public init() {}
 
     /// The defaults of URLSessionConfiguration.default.

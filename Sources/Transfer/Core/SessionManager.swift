@@ -11,6 +11,7 @@ import Synchronization
 /// handlers run on ``completionQueue`` (default: a private serial queue —
 /// nothing services the main queue in a Linux server).
 public final class SessionManager: Sendable {
+    /// The configuration the session was made with; fixed for its life.
     public let configuration: SessionConfiguration
     /// The session's cookies (the configuration's store, or its own fresh one); nil: none.
     public let cookieStore: CookieStore?
@@ -97,7 +98,7 @@ public final class SessionManager: Sendable {
     /// (AFURLSessionManager's `responseSerializer`); default an
     /// ``HTTPResponseSerializer``, whose value is the body as `Data`. Handlers
     /// given as `serializedCompletionHandler` get its value or its error, and
-    /// ``Foundation/Notification/Name/transferTaskDidComplete`` carries both.
+    /// `Notification.Name.transferTaskDidComplete` carries both.
     /// Handlers taking `Data` keep getting the raw body and the transfer's
     /// error (plus the task's ``DataTask/validate()`` failures).
     public var responseSerializer: any ResponseSerializer {
@@ -108,7 +109,7 @@ public final class SessionManager: Sendable {
     /// The session's network reachability monitor (AFURLSessionManager's
     /// `reachabilityManager`): the default route by default. Nothing is
     /// watched until `reachabilityManager.startMonitoring()`; changes reach
-    /// its status-change handler and ``Foundation/Notification/Name/transferReachabilityDidChange``.
+    /// its status-change handler and `Notification.Name.transferReachabilityDidChange`.
     public var reachabilityManager: NetworkReachability {
         get { state.withLock { $0.reachabilityManager } }
         set { state.withLock { $0.reachabilityManager = newValue } }
@@ -361,8 +362,11 @@ public final class SessionManager: Sendable {
 
     /// All tasks that have not completed.
     public var tasks: [TransferTask] { state.withLock { $0.tasks.values.sorted { $0.taskIdentifier < $1.taskIdentifier } } }
+    /// The data tasks not yet completed (upload tasks aside).
     public var dataTasks: [DataTask] { tasks.compactMap { $0 as? DataTask }.filter { !($0 is UploadTask) } }
+    /// The upload tasks not yet completed.
     public var uploadTasks: [UploadTask] { tasks.compactMap { $0 as? UploadTask } }
+    /// The download tasks not yet completed.
     public var downloadTasks: [DownloadTask] { tasks.compactMap { $0 as? DownloadTask } }
 
     /// The upload `Progress` of `task`: cancelling, pausing or resuming it
@@ -862,7 +866,7 @@ public final class SessionManager: Sendable {
     /// `reset`): idle pooled connections are closed, and no later transfer
     /// reuses a connection or resumes a TLS session made before the reset
     /// (connections busy now are closed once idle); then the reset actions
-    /// of the session's stores run (``resetCookiesAndCache()``). Running
+    /// of the session's stores run (`resetCookiesAndCache()`). Running
     /// transfers continue. Safe from any thread.
     public func reset() {
         let (policy, refusal) = state.withLock { ($0.securityPolicy, $0.securityPolicyError) }
@@ -920,6 +924,8 @@ public final class SessionManager: Sendable {
         }
     }
 
+    /// Whether the session was invalidated; new tasks then fail with
+    /// ``TransferError/Code/sessionInvalidated``.
     public var isInvalidated: Bool { state.withLock { $0.invalidated } }
 }
 

@@ -4,7 +4,10 @@ import Foundation
 /// `switch` with a default), and the underlying curl, errno, TLS and HTTP
 /// detail is kept.
 public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// What went wrong, by kind: compare with the static members
+    /// (`error.code == .timedOut`). Its ``name`` is stable and safe to log.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as spelled in Swift (`"timedOut"`).
         public let name: String
         fileprivate init(_ name: String) { self.name = name }
         public var description: String { name }
@@ -13,25 +16,36 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let invalidRequest = Code("invalidRequest")
         /// Name resolution failed, connection refused or unreachable.
         public static let cannotConnect = Code("cannotConnect")
+        /// No byte for longer than the request's idle timeout, or the whole
+        /// transfer over ``SessionConfiguration/timeoutIntervalForResource``.
         public static let timedOut = Code("timedOut")
         /// TLS handshake failed, untrusted chain, expired, hostname mismatch.
         public static let tlsFailure = Code("tlsFailure")
         /// The security policy (pins) refused the server.
         public static let serverTrustRejected = Code("serverTrustRejected")
+        /// More redirects than ``SessionConfiguration/maxRedirects``.
         public static let tooManyRedirects = Code("tooManyRedirects")
         /// A redirect to a scheme other than http/https, or refused by a hook.
         public static let redirectRefused = Code("redirectRefused")
+        /// A response serializer refused the status code (``httpStatus`` has it;
+        /// AFNetworking's `NSURLErrorBadServerResponse` from validation).
         public static let unacceptableStatusCode = Code("unacceptableStatusCode")
+        /// A response serializer refused the `Content-Type`.
         public static let unacceptableContentType = Code("unacceptableContentType")
+        /// A response serializer could not decode the body (``underlyingError``
+        /// has the decoder's error; ``responseData`` the body).
         public static let serializationFailed = Code("serializationFailed")
         /// The body ended before its announced length, or the connection died inside it.
         public static let truncatedResponse = Code("truncatedResponse")
         /// The server sent something that is not HTTP: a refused status line, an
         /// unparseable `Location`, headers over libcurl's limit, broken chunked framing.
         public static let badResponse = Code("badResponse")
+        /// The task was cancelled (``TransferTask/cancel()``, a cancelled
+        /// `Progress`, an invalidated session, or a response hook's `.cancel`).
         public static let cancelled = Code("cancelled")
         /// Writing, moving or reading a local file failed (errno in ``systemErrno``).
         public static let fileError = Code("fileError")
+        /// The downloaded file's SHA-256 is not ``DownloadOptions/expectedSHA256``.
         public static let checksumMismatch = Code("checksumMismatch")
         /// Resume data that is corrupt, foreign or of an unknown version.
         public static let invalidResumeData = Code("invalidResumeData")
@@ -60,25 +74,37 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let internalError = Code("internalError")
     }
 
+    /// The kind of failure; switch on it.
     public var code: Code
+    /// A sentence for people: what failed, with the detail we know.
     public var message: String
+    /// libcurl's `CURLcode`, when libcurl reported the failure.
     public var curlCode: Int32?
+    /// The `errno` of a failed system call (files, sockets), when one did.
     public var systemErrno: Int32?
     /// Why server trust failed (``TrustFailureReason``), when it did.
     public var tlsReason: Int32?
     /// OpenSSL's X509_V_ERR_* code when the chain did not validate.
     public var verifyError: Int32?
+    /// The response's status code, when a response head arrived.
     public var httpStatus: Int?
+    /// The URL of the request that failed (the last hop after redirects).
     public var url: URL?
     /// The response and body, for validation and serialization errors.
     public var response: HTTPResponse?
+    /// The response body, for validation and serialization errors (AFNetworking's
+    /// `AFNetworkingOperationFailingURLResponseDataErrorKey`).
     public var responseData: Data?
+    /// The error underneath, e.g. a decoder's or an adapter's.
     public var underlyingError: (any Error & Sendable)?
     /// For ``Code/becameDownload`` (and a failure of the download that took
     /// over): the task that continued the transfer, and the file it wrote.
     public var downloadTask: DownloadTask?
+    /// The file a download wrote or was writing, when there is one.
     public var fileURL: URL?
 
+    /// An error of `code` with `message`; Transfer's own APIs fill in the
+    /// other fields. For adapters, retriers and serializers of your own.
     public init(_ code: Code, _ message: String, url: URL? = nil, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message

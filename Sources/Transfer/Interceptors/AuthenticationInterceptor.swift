@@ -9,6 +9,7 @@ public protocol AuthenticationCredential: Sendable {
 
 /// Applies and refreshes one kind of credential for an ``AuthenticationInterceptor``.
 public protocol Authenticator: Sendable {
+    /// The credential this authenticator applies and refreshes.
     associatedtype Credential: AuthenticationCredential
 
     /// Puts `credential` on `request` (an `Authorization` header, usually).
@@ -69,6 +70,7 @@ public enum AuthenticationError: Error, Sendable, CustomStringConvertible {
 public final class AuthenticationInterceptor<A: Authenticator>: RequestInterceptor, @unchecked Sendable {
     // @unchecked Sendable: `state` is a Protected lock; the rest is immutable.
 
+    /// The authenticator that applies and refreshes the credential.
     public let authenticator: A
     /// Attempts of one request, the first included, after which a 401 is the result.
     public let maximumAttempts: Int
@@ -95,6 +97,8 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
         case wait(Task<A.Credential, any Error>)
     }
 
+    /// An interceptor with `authenticator` and an optional first credential;
+    /// a request is retried after a refresh at most `maximumAttempts` times.
     public init(authenticator: A, credential: A.Credential? = nil, maximumAttempts: Int = 3)
     {
         self.authenticator = authenticator
@@ -210,10 +214,14 @@ public final class AuthenticationInterceptor<A: Authenticator>: RequestIntercept
 
 /// A bearer token (RFC 6750), with an optional expiry.
 public struct BearerToken: AuthenticationCredential, Hashable {
+    /// The token sent as `Authorization: Bearer`.
     public var accessToken: String
+    /// The token that gets a new access token, when the server gave one.
     public var refreshToken: String?
+    /// When the access token expires; nil when unknown.
     public var expiration: Date?
 
+    /// A bearer token.
     public init(accessToken: String, refreshToken: String? = nil, expiration: Date? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
@@ -229,8 +237,10 @@ public struct BearerToken: AuthenticationCredential, Hashable {
 
 /// Sends `Authorization: Bearer <token>` and refreshes with a closure.
 public struct BearerAuthenticator: Authenticator {
+    /// Gets a new token from the old one; what it throws fails the request.
     public let refreshToken: @Sendable (BearerToken, SessionManager) async throws -> BearerToken
 
+    /// An authenticator that refreshes with `refresh`.
     public init(refresh: @escaping @Sendable (BearerToken, SessionManager) async throws -> BearerToken) {
         self.refreshToken = refresh
     }

@@ -66,9 +66,12 @@ extension RequestInterceptor {
 /// decides. A session's and a request's interceptors are composed this way,
 /// the session's first.
 public struct Interceptor: RequestInterceptor {
+    /// Adapters, run in order before each attempt.
     public var adapters: [any RequestAdapter]
+    /// Retriers, asked in order after a failed attempt; the first answer other than `.doNotRetry` wins.
     public var retriers: [any RequestRetrier]
 
+    /// An interceptor that combines adapters and retriers.
     public init(adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = []) {
         self.adapters = adapters
         self.retriers = retriers

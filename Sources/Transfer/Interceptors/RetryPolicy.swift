@@ -19,25 +19,36 @@ import Foundation
 /// an HTTP-date) replaces it: a date in the past means now, and a wait longer
 /// than ``maximumRetryAfter`` means no retry: the response is the result.
 public struct RetryPolicy: RequestInterceptor {
+    /// Idempotent methods, retried by default.
     public static let defaultRetryableMethods: Set<HTTPMethod> = [.get, .head, .put, .delete, .options, "TRACE"]
+    /// Status codes retried by default: 408, 429, 500, 502, 503, 504.
     public static let defaultRetryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504]
+    /// Error codes retried by default (transient transport failures).
     public static let defaultRetryableErrorCodes: Set<TransferError.Code> = [
         .cannotConnect, .timedOut, .transport, .truncatedResponse,
     ]
 
     /// Attempts in all, the first included (1: never retry).
     public var maximumAttempts: Int
+    /// The wait before the first retry.
     public var initialDelay: Duration
+    /// What each wait is multiplied by for the next one.
     public var multiplier: Double
+    /// The longest wait between two attempts.
     public var maximumDelay: Duration
     /// The share of the delay (0...1) taken off at random.
     public var jitter: Double
     /// The longest `Retry-After` waited for; a longer one is not retried.
     public var maximumRetryAfter: Duration
+    /// Methods that may be retried.
     public var retryableMethods: Set<HTTPMethod>
+    /// Response status codes that cause a retry.
     public var retryableStatusCodes: Set<Int>
+    /// Error codes that cause a retry.
     public var retryableErrorCodes: Set<TransferError.Code>
 
+    /// A policy with exponential back-off; the defaults retry idempotent
+    /// requests up to three attempts in all.
     public init(maximumAttempts: Int = 3, initialDelay: Duration = .milliseconds(500), multiplier: Double = 2,
                 maximumDelay: Duration = .seconds(30), jitter: Double = 0.5,
                 maximumRetryAfter: Duration = .seconds(120),

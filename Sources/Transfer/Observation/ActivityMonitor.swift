@@ -15,6 +15,7 @@ public struct DispatchActivityScheduler: ActivityScheduler {
     /// Where scheduled actions run.
     public let queue: DispatchQueue
 
+    /// A scheduler that runs its work on `queue`.
     public init(queue: DispatchQueue = DispatchQueue(label: "transfer.activity")) {
         self.queue = queue
     }
@@ -47,6 +48,7 @@ public final class ManualActivityScheduler: ActivityScheduler {
 
     private let state = Protected(State())
 
+    /// A scheduler that runs nothing until the test advances it.
     public init() {}
 
     /// Seconds advanced so far.
@@ -90,7 +92,7 @@ public final class ManualActivityScheduler: ActivityScheduler {
 /// behaviour of AFNetworkActivityIndicatorManager as a library type.
 ///
 /// The monitor counts running tasks from the task notifications
-/// (``Foundation/Notification/Name/transferTaskDidResume`` adds a task,
+/// (`Notification.Name.transferTaskDidResume` adds a task,
 /// `…DidSuspend` and `…DidComplete` remove it; each task counts once, the
 /// count never goes below zero) plus a manual count. It reports active only
 /// once activity has lasted ``activationDelay`` (1 s by default), and inactive
@@ -109,7 +111,9 @@ public final class ActivityMonitor: Sendable {
     /// (AF's `sharedManager`), with the default delays.
     public static let shared = ActivityMonitor()
 
+    /// Seconds of activity before the indicator shows (AFNetworking's 1.0).
     public static let defaultActivationDelay: TimeInterval = 1.0
+    /// Seconds after the last task before the indicator hides (AFNetworking's 0.17).
     public static let defaultCompletionDelay: TimeInterval = 0.17
 
     private enum Phase {
@@ -185,11 +189,13 @@ public final class ActivityMonitor: Sendable {
     /// Running tasks plus the manual count.
     public var activityCount: Int { state.withLock { $0.total } }
 
+    /// Seconds of activity before the indicator shows (`activationDelay` in AFNetworking).
     public var activationDelay: TimeInterval {
         get { state.withLock { $0.activationDelay } }
         set { state.withLock { $0.activationDelay = max(0, newValue) } }
     }
 
+    /// Seconds after the last task before the indicator hides (`completionDelay` in AFNetworking).
     public var completionDelay: TimeInterval {
         get { state.withLock { $0.completionDelay } }
         set { state.withLock { $0.completionDelay = max(0, newValue) } }

@@ -9,11 +9,12 @@ public enum AuthenticationScheme: Sendable, Hashable, CustomStringConvertible {
     /// answer is computed and sent by libcurl.
     case digest
     /// RFC 6750. Transfer cannot answer it with a user/password: send an
-    /// `Authorization: Bearer` header (``HTTPHeaders/authorization(bearerToken:)``).
+    /// `Authorization: Bearer` header (``HTTPHeaders/Field/authorization(bearerToken:)``).
     case bearer
     /// Any other scheme, lower-cased (`negotiate`, `hoba`, ...).
     case other(String)
 
+    /// A scheme from its name, as it appears in `WWW-Authenticate`.
     public init(name: String) {
         switch name.lowercased() {
         case "basic": self = .basic

@@ -15,14 +15,21 @@ extension Notification.Name {
     public static let transferDownloadDidFailToMoveFile = Notification.Name("transfer.download.didFailToMoveFile")
 }
 
-/// Keys of the userInfo of ``Notification/Name/transferTaskDidComplete``,
+/// Keys of the userInfo of `Notification.Name.transferTaskDidComplete`,
 /// as AFNetworking's AFNetworkingTaskDidComplete*Key.
 public enum TransferNotificationKey {
+    /// The response serializer used (AFNetworking's `AFNetworkingTaskDidCompleteResponseSerializerKey`).
     public static let responseSerializer = "transfer.complete.responseSerializer"
+    /// The response body (`AFNetworkingTaskDidCompleteResponseDataKey`).
     public static let responseData = "transfer.complete.responseData"
+    /// The serialized response (`AFNetworkingTaskDidCompleteSerializedResponseKey`).
     public static let serializedResponse = "transfer.complete.serializedResponse"
+    /// The ``TransferError``, if the task failed (`AFNetworkingTaskDidCompleteErrorKey`).
     public static let error = "transfer.complete.error"
+    /// The downloaded file's URL (`AFNetworkingTaskDidCompleteAssetPathKey`).
     public static let assetPath = "transfer.complete.assetPath"
+    /// The task's ``TaskMetrics`` (`AFNetworkingTaskDidCompleteSessionTaskMetrics`).
     public static let metrics = "transfer.complete.metrics"
+    /// The ``HTTPResponse``.
     public static let response = "transfer.complete.response"
 }

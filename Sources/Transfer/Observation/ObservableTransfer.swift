@@ -26,8 +26,10 @@ public final class ObservationToken: Sendable, Hashable {
     private let onCancel: @Sendable () -> Void
     private let once = OnceFlag()
 
+    /// A token that calls `onCancel` once when cancelled.
     public init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
 
+    /// Stops the observation; later calls do nothing.
     public func cancel() {
         if once.claim() { onCancel() }
     }

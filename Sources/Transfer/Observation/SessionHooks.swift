@@ -3,7 +3,9 @@ import Foundation
 /// What a data task does after its response head arrived
 /// (NSURLSessionResponseDisposition).
 public enum ResponseDisposition: Sendable, Hashable {
+    /// Go on: the body is delivered as the task was set up to.
     case allow
+    /// Cancel the task (it fails with ``TransferError/Code/cancelled``).
     case cancel
     /// Continue as a download task: the body goes to a file, not to memory.
     case becomeDownload
@@ -38,16 +40,22 @@ public enum ResponseDisposition: Sendable, Hashable {
 /// With Digest the retry costs two requests (libcurl's own challenge round,
 /// then its answer), as libcurl starts every transfer without a nonce.
 public enum ChallengeDisposition: Sendable, Hashable {
+    /// Answer with this credential (see above for what each kind does).
     case useCredential(Credential)
+    /// Do what would happen without the hook: the policy's decision, no password.
     case performDefaultHandling
+    /// Refuse: the task fails (server trust: `serverTrustRejected`).
     case cancelAuthenticationChallenge
+    /// Refuse this protection space; handled as a cancel.
     case rejectProtectionSpace
 }
 
 /// A credential: a user/password (Basic or Digest, for 401 challenges), or a server
 /// trust (for server-trust challenges, as URLSession's `URLCredential(trust:)`).
 public struct Credential: Sendable, Hashable {
+    /// The user name (empty for a server-trust credential).
     public var user: String
+    /// The password (empty for a server-trust credential).
     public var password: String
     /// The trust this credential was made from by ``serverTrust(_:)``; nil for
     /// a user/password credential.
@@ -94,14 +102,17 @@ public typealias ChallengeCompletion = @Sendable (ChallengeDisposition) -> Void
 /// An authentication challenge: HTTP from a 401 (Basic, Digest, Bearer or
 /// another scheme), or server trust.
 public struct AuthenticationChallenge: Sendable {
+    /// Which kind of challenge this is.
     public enum Kind: Sendable, Hashable {
         /// A 401 whose preferred challenge is Basic.
         case httpBasic(realm: String?)
         /// A 401 whose preferred challenge is another scheme (Digest when the
         /// server offers it, else the first one it lists).
         case http(scheme: AuthenticationScheme, realm: String?)
+        /// A new TLS connection, to trust or refuse.
         case serverTrust
     }
+    /// Which kind of challenge this is.
     public var kind: Kind
     /// The scheme of an HTTP challenge (nil for server trust). When a 401
     /// offers several, this is Digest, then Basic, then the first.
@@ -119,6 +130,7 @@ public struct AuthenticationChallenge: Sendable {
         case .serverTrust: nil
         }
     }
+    /// The host the connection is for.
     public var host: String
     /// The port the connection is for (the server's real port, for
     /// server-trust challenges too).
@@ -138,9 +150,12 @@ public struct AuthenticationChallenge: Sendable {
 /// every session, task, data-task and download-task event. All run on the
 /// manager's `delegateQueue`, never on the engine thread.
 public struct SessionHooks: Sendable {
+    /// No hooks: every event takes its default.
     public init() {}
 
     // Session
+    /// The session was invalidated and its last task has ended, once
+    /// (AFNetworking's `setSessionDidBecomeInvalidBlock:`); the error is nil.
     public var sessionDidBecomeInvalid: (@Sendable (SessionManager, TransferError?) -> Void)?
     /// Server-trust challenges (every new TLS connection, when set) and,
     /// without a task-level hook, 401 challenges. See ``ChallengeDisposition``
@@ -165,6 +180,8 @@ public struct SessionHooks: Sendable {
             -> ChallengeAnswer)?
 
     // Task
+    /// A 401 for this task (`setTaskDidReceiveAuthenticationChallengeBlock:`);
+    /// return what to do, see ``ChallengeDisposition``.
     public var taskDidReceiveChallenge:
         (@Sendable (SessionManager, TransferTask, AuthenticationChallenge) -> ChallengeDisposition)?
     /// Return the request to follow (possibly changed), or nil to refuse the redirect.
@@ -177,12 +194,17 @@ public struct SessionHooks: Sendable {
     public var taskNeedNewBodyStream: (@Sendable (SessionManager, TransferTask) -> InputStream?)?
     /// (bytes sent since last call, total sent, total expected)
     public var taskDidSendBodyData: (@Sendable (SessionManager, TransferTask, Int64, Int64, Int64) -> Void)?
+    /// A task finished, with nil or its error (`setTaskDidCompleteBlock:`).
     public var taskDidComplete: (@Sendable (SessionManager, TransferTask, TransferError?) -> Void)?
+    /// A task's metrics, before its completion (`setTaskDidFinishCollectingMetricsBlock:`).
     public var taskDidFinishCollectingMetrics: (@Sendable (SessionManager, TransferTask, TaskMetrics) -> Void)?
 
     // Data task
+    /// A data task's response head arrived (`setDataTaskDidReceiveResponseBlock:`):
+    /// return what to do with the body.
     public var dataTaskDidReceiveResponse:
         (@Sendable (SessionManager, DataTask, HTTPResponse) -> ResponseDisposition)?
+    /// A data task continued as a download task (`setDataTaskDidBecomeDownloadTaskBlock:`).
     public var dataTaskDidBecomeDownloadTask: (@Sendable (SessionManager, DataTask, DownloadTask) -> Void)?
     /// When set, body chunks cross into Swift as they arrive; otherwise none does.
     public var dataTaskDidReceiveData: (@Sendable (SessionManager, DataTask, Data) -> Void)?

@@ -11,6 +11,7 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
     /// Bytes that were already on disk when a resumed download started.
     public var resumeOffset: Int64
 
+    /// A progress value; a total of -1 means unknown.
     public init(completedUnitCount: Int64, totalUnitCount: Int64, elapsed: TimeInterval = 0, resumeOffset: Int64 = 0) {
         self.completedUnitCount = completedUnitCount
         self.totalUnitCount = totalUnitCount
@@ -24,6 +25,7 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
         return min(1, Double(completedUnitCount) / Double(totalUnitCount))
     }
 
+    /// Whether every expected byte was counted (false while the total is unknown).
     public var isFinished: Bool { totalUnitCount >= 0 && completedUnitCount >= totalUnitCount }
 
     /// Average rate of this attempt in bytes per second (0 before any time passed).

@@ -43,7 +43,7 @@ public final class NetworkReachability: Sendable {
         }
     }
 
-    /// The userInfo key of ``Foundation/Notification/Name/transferReachabilityDidChange``:
+    /// The userInfo key of `Notification.Name.transferReachabilityDidChange`:
     /// the new ``ReachabilityStatus``.
     public static let statusUserInfoKey = "transfer.reachability.status"
 
@@ -74,7 +74,7 @@ public final class NetworkReachability: Sendable {
     ///   - target: What to watch; the default route by default.
     ///   - queue: A serial queue for evaluations, the change handler and the
     ///     notification; a private one by default.
-    ///   - notificationCenter: Where ``Foundation/Notification/Name/transferReachabilityDidChange`` is posted.
+    ///   - notificationCenter: Where `Notification.Name.transferReachabilityDidChange` is posted.
     public init(
         target: Target = .defaultRoute, queue: DispatchQueue? = nil,
         notificationCenter: NotificationCenter = .default
@@ -92,8 +92,11 @@ public final class NetworkReachability: Sendable {
 
     /// The last status seen while monitoring (``ReachabilityStatus/unknown`` before the first evaluation).
     public var status: ReachabilityStatus { state.withLock { $0.status } }
+    /// Whether the network is reachable now.
     public var isReachable: Bool { status.isReachable }
+    /// Whether the network is reachable over Wi-Fi now.
     public var isReachableViaWiFi: Bool { status == .reachable(.wifi) }
+    /// Whether the network is reachable over Ethernet now.
     public var isReachableViaEthernet: Bool { status == .reachable(.ethernet) }
     /// Through a mobile broadband modem (AFNetworking's `reachableViaWWAN`).
     public var isReachableViaWWAN: Bool { status == .reachable(.wwan) }

@@ -10,6 +10,7 @@ public enum ReachabilityStatus: Sendable, Hashable, CustomStringConvertible {
     /// A route leaves through an interface that is up and has a carrier.
     case reachable(ReachabilityInterface)
 
+    /// Whether the status is `.reachable` over any interface.
     public var isReachable: Bool {
         if case .reachable = self { return true }
         return false
@@ -47,9 +48,13 @@ public enum ReachabilityStatus: Sendable, Hashable, CustomStringConvertible {
 ///   (physical NICs, veth, bridges, bonds).
 /// - `other`: everything else, loopback included (tunnels, PPP, WireGuard, `lo`).
 public enum ReachabilityInterface: String, Sendable, Hashable {
+    /// A wired interface.
     case ethernet
+    /// A wireless LAN interface.
     case wifi
+    /// A mobile data interface (AFNetworking's WWAN).
     case wwan
+    /// Any other interface (tunnels, bridges).
     case other
 }
 

@@ -11,7 +11,9 @@ public struct Certificate: Hashable, Sendable, CustomStringConvertible {
     public let subject: String
     /// The issuer, RFC 2253.
     public let issuer: String
+    /// The start of the certificate's validity.
     public let notBefore: Date
+    /// The end of the certificate's validity.
     public let notAfter: Date
     /// True when basicConstraints says CA.
     public let isCertificateAuthority: Bool

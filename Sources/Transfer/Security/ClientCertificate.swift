@@ -5,7 +5,9 @@ import Foundation
 /// The files are checked when the value is made (readable, a certificate, a key); the engine
 /// reads them again for each connection.
 public struct ClientCertificate: Sendable, Hashable {
+    /// The PEM certificate file.
     public let certificateFile: URL
+    /// The PEM private key file.
     public let keyFile: URL
     /// The client certificate (the first one in the file).
     public let certificate: Certificate

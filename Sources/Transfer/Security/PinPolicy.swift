@@ -7,6 +7,7 @@ import Foundation
 /// `"*.example.com"` is exactly one more label (any depth with `includeSubdomains`). Matching
 /// ignores case and a trailing dot. `exclusions` use the same syntax and win over `patterns`.
 public struct HostPinPolicy: Sendable, Hashable {
+    /// What happens when a chain matches none of the rule's pins.
     public enum Enforcement: Sendable, Hashable {
         /// A chain without a pinned key or certificate is refused.
         case enforce
@@ -14,8 +15,11 @@ public struct HostPinPolicy: Sendable, Hashable {
         case reportOnly
     }
 
+    /// Host names the rule applies to; `*.example.com` matches one label.
     public var patterns: [String]
+    /// Whether the rule also applies to every subdomain of its patterns.
     public var includeSubdomains: Bool
+    /// Host names the rule does not apply to, even when a pattern matches.
     public var exclusions: [String]
     /// base64 SHA-256 of SubjectPublicKeyInfo (``Certificate/publicKeySHA256``); a `sha256//`
     /// prefix is accepted.
@@ -24,11 +28,12 @@ public struct HostPinPolicy: Sendable, Hashable {
     public var certificates: [Certificate]
     /// After this date the rule no longer applies (the host is then unpinned).
     public var expiration: Date?
+    /// Refuse a mismatch, or only report it.
     public var enforcement: Enforcement
 
     /// - Note: An enforced rule needs at least two pins (keys + certificates): one of them a
     ///   backup, so a key rotation cannot lock clients out. ``validate()`` and
-    ///   ``SecurityPolicy/makeEnginePolicy()`` check it.
+    ///   ``SessionManager/setSecurityPolicy(_:)`` check it.
     public init(patterns: [String], includeSubdomains: Bool = false, exclusions: [String] = [],
                 publicKeyHashes: [String] = [], certificates: [Certificate] = [], expiration: Date? = nil,
                 enforcement: Enforcement = .enforce) {
@@ -74,6 +79,8 @@ public struct PinPolicy: Sendable {
     /// Minimum seconds between two reports POSTed for the same host and pattern.
     public var reportInterval: TimeInterval = 60
 
+    /// A policy of `rules`; reports go to `reportHandler` on `reportQueue`
+    /// and, with `reportURL`, are POSTed there.
     public init(rules: [HostPinPolicy], reportQueue: DispatchQueue? = nil, reportURL: URL? = nil,
                 reportHandler: (@Sendable (PinFailureReport) -> Void)? = nil) {
         self.rules = rules
@@ -85,6 +92,7 @@ public struct PinPolicy: Sendable {
 
 /// A per-host pin rule did not match a server's chain.
 public struct PinFailureReport: Sendable, Hashable {
+    /// The host the connection was for.
     public var host: String
     /// 0 when unknown.
     public var port: Int
@@ -94,11 +102,14 @@ public struct PinFailureReport: Sendable, Hashable {
     public var chain: [Certificate]
     /// The rule's pins as base64 SPKI SHA-256 (certificate pins by their key).
     public var pins: [String]
+    /// When the mismatch was seen.
     public var date: Date
+    /// The rule's expiration, if it has one.
     public var expiration: Date?
     /// False for report-only rules (the connection went ahead).
     public var enforced: Bool
 
+    /// A report, for tests and for report handlers of your own.
     public init(host: String, port: Int, pattern: String, chain: [Certificate], pins: [String], date: Date,
                 expiration: Date?, enforced: Bool) {
         self.host = host

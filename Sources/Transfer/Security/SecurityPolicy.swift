@@ -19,6 +19,7 @@ import Foundation
 /// - Beyond AFNetworking, ``pinPolicy`` adds per-host pin rules with backup pins, expiration
 ///   and report-only mode.
 public struct SecurityPolicy: Sendable {
+    /// What is pinned: nothing, the certificate, or its public key (AFSSLPinningMode).
     public var pinningMode: PinningMode
     /// Certificates to pin (AFNetworking's `pinnedCertificates`, DER).
     public var pinnedCertificates: Set<Certificate>
@@ -31,6 +32,7 @@ public struct SecurityPolicy: Sendable {
     /// Per-host pin rules, applied after the checks above.
     public var pinPolicy: PinPolicy?
 
+    /// A policy with `pinningMode` and `pinnedCertificates`.
     public init(pinningMode: PinningMode = .none, pinnedCertificates: Set<Certificate> = []) {
         self.pinningMode = pinningMode
         self.pinnedCertificates = pinnedCertificates
@@ -45,6 +47,7 @@ public struct SecurityPolicy: Sendable {
         SecurityPolicy(pinningMode: pinningMode)
     }
 
+    /// AFNetworking's `policyWithPinningMode:withPinnedCertificates:`.
     public static func policy(pinningMode: PinningMode, pinnedCertificates: Set<Certificate>) -> SecurityPolicy {
         SecurityPolicy(pinningMode: pinningMode, pinnedCertificates: pinnedCertificates)
     }

@@ -19,6 +19,7 @@ public struct ServerTrust: Sendable, Hashable {
     /// The anchors for policies that validate against anchors; `nil` means the system's.
     public var anchors: TrustAnchors?
 
+    /// A trust for `certificates` (leaf first), for tests and ``SecurityPolicy/evaluate(serverTrust:forDomain:)``.
     public init(certificates: [Certificate], host: String? = nil, evaluationDate: Date? = nil,
                 anchors: TrustAnchors? = nil) {
         self.certificates = certificates

@@ -36,7 +36,7 @@ private final class ChallengeSink: Sendable {
 extension SecurityPolicy {
     /// Builds the engine's policy with a challenge handler (the session- and task-level
     /// authentication-challenge hooks of AFURLSessionManager, combined by the caller).
-    /// - Throws: as ``makeEnginePolicy()``.
+    /// - Throws: as `makeEnginePolicy()`.
     func makeEnginePolicy(challengeHandler: EngineChallengeHandler?) throws(TransferError)
         -> EngineTrustPolicy
     {

@@ -16,6 +16,7 @@ public enum TrustEvaluation: Sendable, Hashable, CustomStringConvertible {
     /// A server-trust challenge handler refused the server.
     case rejectedByChallengeHandler
 
+    /// Whether the server is trusted.
     public var isValid: Bool { self == .valid }
 
     public var description: String {
@@ -44,23 +45,30 @@ public enum TrustEvaluation: Sendable, Hashable, CustomStringConvertible {
 
 /// Why OpenSSL refused a chain.
 public struct ChainFailure: Sendable, Hashable {
+    /// The kind of chain failure.
     public enum Kind: Sendable, Hashable {
+        /// A certificate of the chain has expired.
         case expired
+        /// A certificate of the chain is not valid yet.
         case notYetValid
         /// The issuer is not in the chain or the anchors (incomplete chain, foreign CA).
         case unknownIssuer
         /// A self-signed leaf, or a root that is not an anchor.
         case selfSigned
+        /// A signature in the chain does not verify.
         case badSignature
+        /// Any other OpenSSL verify error (``verifyError`` says which).
         case other
     }
 
+    /// What kind of failure it was.
     public var kind: Kind
     /// OpenSSL's `X509_V_ERR_*` code.
     public var verifyError: Int32
     /// OpenSSL's text for it.
     public var message: String
 
+    /// A chain failure, for tests.
     public init(kind: Kind, verifyError: Int32, message: String) {
         self.kind = kind
         self.verifyError = verifyError
@@ -83,10 +91,15 @@ public struct ChainFailure: Sendable, Hashable {
 
 /// Why the engine refused a server (``TransferError/tlsReason``).
 public enum TrustFailureReason: Int32, Sendable, Hashable {
+    /// The chain did not validate against the anchors.
     case chainInvalid = 1
+    /// The certificate is not for the host name.
     case hostnameMismatch = 2
+    /// No certificate or key of the chain is pinned.
     case noPinMatched = 3
+    /// The policy cannot be applied (e.g. pinning with no pins).
     case policyInvalid = 4
+    /// A challenge hook or the delegate refused the server.
     case rejectedByDelegate = 5
     /// The handshake failed before the chain could be evaluated.
     case handshake = 6

@@ -8,10 +8,12 @@ import Foundation
 /// any type) and the raw body `Data` is returned; if that validation fails
 /// too, its error is thrown with the last serializer's error chained under it.
 public struct CompoundResponseSerializer: ResponseSerializer {
+    /// The serializers tried in order; the first that accepts wins.
     public var serializers: [any ResponseSerializer]
     public var acceptableStatusCodes = ResponseValidation.successStatusCodes
     public var acceptableContentTypes: Set<String>?
 
+    /// A serializer that tries `serializers` in order (AFCompoundResponseSerializer).
     public init(_ serializers: [any ResponseSerializer]) {
         self.serializers = serializers
     }

@@ -12,8 +12,10 @@ import Foundation
 public struct DecodableResponseSerializer<Value: Decodable & Sendable>: ResponseSerializer {
     public var acceptableStatusCodes = ResponseValidation.successStatusCodes
     public var acceptableContentTypes: Set<String>? = JSONResponseSerializer.defaultContentTypes
+    /// The decoder used for the body.
     public var decoder: JSONDecoder
 
+    /// A serializer that decodes `Value` from JSON with `decoder`.
     public init(_ type: Value.Type = Value.self, decoder: JSONDecoder = JSONDecoder()) {
         self.decoder = decoder
     }

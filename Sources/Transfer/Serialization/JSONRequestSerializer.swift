@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Methods in ``HTTPRequestSerializer/httpMethodsEncodingParametersInURI``
 /// still get a query string. With nil parameters no body and no Content-Type
-/// are set. Without ``JSONSerialization/WritingOptions/fragmentsAllowed`` the
+/// are set. Without `JSONSerialization.WritingOptions.fragmentsAllowed` the
 /// top level must be an array or an object, as `NSJSONSerialization` demands.
 open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     // @unchecked: `options` is a Protected lock; the superclass guards its own state.

@@ -12,6 +12,7 @@ import Foundation
 /// - ``removesKeysWithNullValues`` drops null members and null array elements
 ///   at every depth.
 public struct JSONResponseSerializer: ResponseSerializer {
+    /// The content types accepted by default.
     public static let defaultContentTypes: Set<String> = ["application/json", "text/json", "text/javascript"]
 
     public var acceptableStatusCodes = ResponseValidation.successStatusCodes
@@ -20,8 +21,10 @@ public struct JSONResponseSerializer: ResponseSerializer {
     /// `.topLevelDictionaryAssumed`; the mutability options mean nothing for
     /// value types). Default none.
     public var readingOptions: JSONSerialization.ReadingOptions
+    /// Drop keys whose value is `null` (AFNetworking's `removesKeysWithNullValues`).
     public var removesKeysWithNullValues: Bool
 
+    /// A JSON serializer with `readingOptions`.
     public init(readingOptions: JSONSerialization.ReadingOptions = [], removesKeysWithNullValues: Bool = false) {
         self.readingOptions = readingOptions
         self.removesKeysWithNullValues = removesKeysWithNullValues

@@ -16,12 +16,19 @@ import Foundation
 /// ``init(any:)`` to convert a Foundation object graph (`[String: Any]`,
 /// `NSNumber`, `NSNull`, ...), and ``foundationObject`` to go back.
 public enum JSONValue: Sendable, Hashable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number without fraction or exponent that fits an `Int`.
     case int(Int)
+    /// Any other number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object.
     case object([String: JSONValue])
 }
 
@@ -40,13 +47,16 @@ extension JSONValue {
         return nil
     }
 
+    /// Whether the value is `null`.
     public var isNull: Bool { self == .null }
 
+    /// The string, when the value is one; else nil.
     public var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
+    /// The boolean, when the value is one; else nil.
     public var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
@@ -70,11 +80,13 @@ extension JSONValue {
         }
     }
 
+    /// The elements, when the value is an array; else nil.
     public var arrayValue: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
+    /// The members, when the value is an object; else nil.
     public var objectValue: [String: JSONValue]? {
         if case .object(let value) = self { return value }
         return nil

@@ -26,14 +26,18 @@ import Synchronization
 public struct MultipartFormData: Sendable {
     /// AFNetworking's suggested throttle for slow links: 16 KiB packets, 0.2 s apart.
     public static let suggestedPacketSize = 16 * 1024
+    /// AFNetworking's suggested delay between packets, in seconds.
     public static let suggestedDelay: TimeInterval = 0.2
 
     /// Limits the rate of the body stream: each `read` returns at most
     /// `packetSize` bytes and then waits `delay` seconds.
     public struct Throttle: Sendable, Hashable {
+        /// The most bytes one `read` returns.
         public var packetSize: Int
+        /// Seconds to wait after each packet.
         public var delay: TimeInterval
 
+        /// A throttle; values are clamped to at least 1 byte and 0 seconds.
         public init(
             packetSize: Int = MultipartFormData.suggestedPacketSize,
             delay: TimeInterval = MultipartFormData.suggestedDelay
@@ -45,7 +49,9 @@ public struct MultipartFormData: Sendable {
 
     /// One part: its headers and where its body comes from.
     public struct Part: Sendable {
+        /// The part's headers (`Content-Disposition`, `Content-Type`).
         public var headers: HTTPHeaders
+        /// The part's body length in bytes.
         public var length: Int64
         var source: Source
     }
@@ -59,6 +65,7 @@ public struct MultipartFormData: Sendable {
 
     /// The boundary between parts (no quotes needed: letters, digits, `+`).
     public let boundary: String
+    /// The parts, in the order they were appended.
     public private(set) var parts: [Part] = []
     /// When set, the body stream is rate-limited (see ``Throttle``).
     public var throttle: Throttle?
@@ -84,6 +91,7 @@ public struct MultipartFormData: Sendable {
     /// `multipart/form-data; boundary=…`
     public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
 
+    /// Whether no part was appended.
     public var isEmpty: Bool { parts.isEmpty }
 
     // MARK: Appending

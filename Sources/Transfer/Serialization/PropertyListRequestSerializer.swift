@@ -12,6 +12,7 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
 
     private let formatState: Protected<(PropertyListSerialization.PropertyListFormat, WriteOptions)>
 
+    /// `PropertyListSerialization`'s write options.
     public typealias WriteOptions = PropertyListSerialization.WriteOptions
 
     /// AFNetworking's `serializerWithFormat:writeOptions:`.
@@ -31,6 +32,7 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
 
     public override convenience init() { self.init(format: .xml) }
 
+    /// The property-list format written (default XML).
     public var format: PropertyListSerialization.PropertyListFormat {
         get { formatState.withLock { $0.0 } }
         set { formatState.withLock { $0.0 = newValue } }

@@ -3,35 +3,48 @@ import Foundation
 /// A property-list value: what ``PropertyListResponseSerializer`` returns.
 /// Unlike JSON, a property list has dates and raw data, and no null.
 public enum PropertyListValue: Sendable, Hashable {
+    /// A boolean.
     case bool(Bool)
+    /// An integer.
     case int(Int)
+    /// A real number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// A date.
     case date(Date)
+    /// Raw bytes.
     case data(Data)
+    /// An array.
     case array([PropertyListValue])
+    /// A dictionary with string keys.
     case dictionary([String: PropertyListValue])
 
+    /// The member for `key` of a dictionary; nil for a missing key or another kind.
     public subscript(key: String) -> PropertyListValue? {
         if case .dictionary(let members) = self { return members[key] }
         return nil
     }
 
+    /// The element at `index` of an array; nil out of range or for another kind.
     public subscript(index: Int) -> PropertyListValue? {
         if case .array(let elements) = self, elements.indices.contains(index) { return elements[index] }
         return nil
     }
 
+    /// The string, when the value is one; else nil.
     public var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
+    /// The boolean, when the value is one; else nil.
     public var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
+    /// The integer, or a real with no fraction; else nil.
     public var intValue: Int? {
         switch self {
         case .int(let value): return value
@@ -40,6 +53,7 @@ public enum PropertyListValue: Sendable, Hashable {
         }
     }
 
+    /// The number as a `Double` (integer or real); else nil.
     public var doubleValue: Double? {
         switch self {
         case .int(let value): return Double(value)
@@ -48,21 +62,25 @@ public enum PropertyListValue: Sendable, Hashable {
         }
     }
 
+    /// The date, when the value is one; else nil.
     public var dateValue: Date? {
         if case .date(let value) = self { return value }
         return nil
     }
 
+    /// The bytes, when the value is data; else nil.
     public var dataValue: Data? {
         if case .data(let value) = self { return value }
         return nil
     }
 
+    /// The elements, when the value is an array; else nil.
     public var arrayValue: [PropertyListValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
+    /// The members, when the value is a dictionary; else nil.
     public var dictionaryValue: [String: PropertyListValue]? {
         if case .dictionary(let value) = self { return value }
         return nil

@@ -14,9 +14,12 @@ import Foundation
 public enum QueryString {
     /// One `field=value` pair before escaping. A nil value is written as the field alone.
     public struct Pair: Sendable, Hashable {
+        /// The field name, before percent-encoding.
         public var field: String
+        /// The value, before percent-encoding; nil writes the field alone.
         public var value: String?
 
+        /// A pair (AFNetworking's `AFQueryStringPair`).
         public init(field: String, value: String?) {
             self.field = field
             self.value = value

@@ -55,8 +55,9 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
 
     private let state: Protected<Configuration>
 
-    /// A serializer with the default headers (``defaultAcceptLanguage`` and
-    /// ``defaultUserAgent``) and AFNetworking's defaults.
+    /// A serializer with the default headers
+    /// (``HTTPRequestSerializer/defaultAcceptLanguage`` and
+    /// ``HTTPRequestSerializer/defaultUserAgent``) and AFNetworking's defaults.
     public init() {
         var headers = HTTPHeaders()
         headers["Accept-Language"] = Self.defaultAcceptLanguage
@@ -135,6 +136,7 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
         state.withLock { $0.headers[field] = value }
     }
 
+    /// The value of a default header, case-insensitive.
     public func value(forHTTPHeaderField field: String) -> String? {
         state.withLock { $0.headers[field] }
     }
@@ -145,6 +147,7 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
         setValue("Basic \(credentials)", forHTTPHeaderField: "Authorization")
     }
 
+    /// Removes the default `Authorization` header.
     public func clearAuthorizationHeader() {
         setValue(nil, forHTTPHeaderField: "Authorization")
     }

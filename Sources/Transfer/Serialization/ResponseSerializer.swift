@@ -78,6 +78,7 @@ public struct HTTPResponseSerializer: ResponseSerializer {
     public var acceptableStatusCodes = ResponseValidation.successStatusCodes
     public var acceptableContentTypes: Set<String>?
 
+    /// A serializer that validates status and, when given, content type.
     public init(acceptableContentTypes: Set<String>? = nil) {
         self.acceptableContentTypes = acceptableContentTypes
     }
@@ -94,8 +95,10 @@ public typealias DataResponseSerializer = HTTPResponseSerializer
 /// A response serializer of any kind, usable as a stored property.
 /// Its properties and validation are the wrapped serializer's.
 public struct AnyResponseSerializer: ResponseSerializer {
+    /// The wrapped serializer.
     public var base: any ResponseSerializer
 
+    /// Wraps `base`, erasing its type.
     public init(_ base: some ResponseSerializer) {
         if let erased = base as? AnyResponseSerializer {
             self.base = erased.base

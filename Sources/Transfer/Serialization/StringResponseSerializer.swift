@@ -8,6 +8,8 @@ public struct StringResponseSerializer: ResponseSerializer {
     /// Used when the response names no charset (default UTF-8).
     public var defaultEncoding: String.Encoding
 
+    /// A serializer that decodes the body as text, in the response's charset
+    /// or else `defaultEncoding`.
     public init(acceptableContentTypes: Set<String>? = nil, defaultEncoding: String.Encoding = .utf8) {
         self.acceptableContentTypes = acceptableContentTypes
         self.defaultEncoding = defaultEncoding

@@ -10,11 +10,17 @@ import Foundation
 /// returns this value instead of a parser; call ``makeParser()`` on the
 /// thread that will run it, set its delegate, and call `parse()`.
 public struct XMLParserSource: Sendable, Hashable {
+    /// The response body.
     public let data: Data
+    /// Set on the parser `makeParser()` returns.
     public var shouldProcessNamespaces: Bool
+    /// Set on the parser `makeParser()` returns.
     public var shouldReportNamespacePrefixes: Bool
+    /// Set on the parser `makeParser()` returns (default false: no external entities).
     public var shouldResolveExternalEntities: Bool
 
+    /// A new `XMLParser` over data with the options above; call it on
+    /// the thread that will run the parser.
     public func makeParser() -> XMLParser {
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = shouldProcessNamespaces
@@ -29,15 +35,19 @@ public struct XMLParserSource: Sendable, Hashable {
 ///
 /// - Acceptable content types: `application/xml`, `text/xml`.
 public struct XMLParserResponseSerializer: ResponseSerializer {
+    /// The content types accepted by default.
     public static let defaultContentTypes: Set<String> = ["application/xml", "text/xml"]
 
     public var acceptableStatusCodes = ResponseValidation.successStatusCodes
     public var acceptableContentTypes: Set<String>? = XMLParserResponseSerializer.defaultContentTypes
+    /// Copied to the XMLParserSource (default false).
     public var shouldProcessNamespaces = false
+    /// Copied to the XMLParserSource (default false).
     public var shouldReportNamespacePrefixes = false
     /// Off by default: resolving external entities lets a server make the parser read files (XXE).
     public var shouldResolveExternalEntities = false
 
+    /// A serializer with the default content types and status codes.
     public init() {}
 
     public func serialize(response: HTTPResponse?, data: Data?, error: TransferError?) throws(TransferError)
@@ -58,8 +68,10 @@ public struct XMLDocumentHandle: @unchecked Sendable {
     // @unchecked: XMLDocument is a mutable class. The serializer creates a
     // new document per response and keeps no reference to it, so the handle
     // moves it to the completion handler; do not share it between threads.
+    /// The parsed document.
     public let document: XMLDocument
 
+    /// Wraps `document`.
     public init(_ document: XMLDocument) { self.document = document }
 }
 
@@ -76,6 +88,7 @@ public struct XMLDocumentResponseSerializer: ResponseSerializer {
     /// Passed to `XMLDocument(data:options:)` (default none).
     public var options: XMLNode.Options
 
+    /// A serializer that parses with `options`.
     public init(options: XMLNode.Options = []) {
         self.options = options
     }

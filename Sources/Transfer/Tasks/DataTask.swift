@@ -7,6 +7,8 @@ import Synchronization
 /// `dataTaskDidReceiveData` hook is set.
 public class DataTask: TransferTask, @unchecked Sendable {
     // @unchecked Sendable: as TransferTask; `chunks` is guarded by its Protected lock.
+    /// Called once with the response, the body and nil, or with the error;
+    /// runs on the session's ``SessionManager/completionQueue``.
     public typealias CompletionHandler = @Sendable (HTTPResponse?, Data?, TransferError?) -> Void
 
     let completionHandler: CompletionHandler?

@@ -29,6 +29,7 @@ public struct DownloadOptions: Sendable, Hashable {
     /// How often the journal is brought up to date, in body bytes (0: 64 MiB)
     /// and in milliseconds (0: 1000), whichever comes first.
     public var journalIntervalBytes: Int64
+    /// See ``journalIntervalBytes``.
     public var journalIntervalMilliseconds: Int64
     /// The largest file accepted, in bytes (curl's `--max-filesize`); 0: no
     /// limit. A larger announced length fails at once, a body that grows
@@ -43,6 +44,7 @@ public struct DownloadOptions: Sendable, Hashable {
     /// ``SegmentedDownload/segmentsUsed`` tells how many ran.
     public var minimumSegmentSize: Int64 = 1 << 20
 
+    /// Download options; the defaults are a plain, non-resumable download.
     public init(resumable: Bool = false, expectedSHA256: String? = nil, speedLimit: Int64 = 0,
                 journalIntervalBytes: Int64 = 0, journalIntervalMilliseconds: Int64 = 0)
     {

@@ -7,7 +7,12 @@ import Synchronization
 /// atomically on success; on failure nothing is left at the destination.
 public final class DownloadTask: TransferTask, @unchecked Sendable {
     // @unchecked Sendable: as TransferTask; `location` is guarded by its Protected lock.
+    /// AFNetworking's destination block: given the temporary file and the
+    /// response, returns where to move the file. Runs on the session's delegate
+    /// queue before the completion.
     public typealias Destination = @Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL
+    /// Called once with the response, the final file URL and nil, or with the
+    /// error; runs on the session's ``SessionManager/completionQueue``.
     public typealias CompletionHandler = @Sendable (HTTPResponse?, URL?, TransferError?) -> Void
 
     /// A fixed destination: the engine writes `<destination>.part` and renames it.

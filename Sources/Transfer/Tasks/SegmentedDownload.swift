@@ -30,12 +30,17 @@ import Synchronization
 public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     // @unchecked Sendable: as TransferTask; its own mutable state is in
     // `parts` (a Protected lock), the rest is immutable.
+    /// Called once with the response, the file and nil, or with the error;
+    /// runs on the session's ``SessionManager/completionQueue``.
     public typealias CompletionHandler = @Sendable (HTTPResponse?, URL?, TransferError?) -> Void
 
+    /// The request of the download.
     public let request: Request
+    /// The file the segments are written into.
     public let destination: URL
     /// How many connections were asked for (``segmentsUsed`` says how many ran).
     public let segmentCount: Int
+    /// The options the download was made with.
     public let options: DownloadOptions
     private let completionHandler: CompletionHandler?
     private let progressHandler: (@Sendable (TransferProgress) -> Void)?

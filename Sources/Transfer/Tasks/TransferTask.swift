@@ -14,7 +14,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     // rest is immutable, and `counters` is written by the engine thread with
     // atomics and read here through ct_counters_* (atomic loads).
 
+    /// A number unique among the session's tasks.
     public let taskIdentifier: Int
+    /// The request the task was made with.
     public let originalRequest: Request
     let session: SessionManager
     /// The engine's byte counters for this transfer. A download task that
@@ -90,18 +92,22 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     // MARK: - Public state
 
+    /// Free text for your own use (URLSessionTask's `taskDescription`).
     public var taskDescription: String? {
         get { core.withLock { $0.taskDescription } }
         set { core.withLock { $0.taskDescription = newValue } }
     }
 
+    /// The request being sent now: after redirects and adapters, the last one.
     public var currentRequest: Request? { core.withLock { $0.currentRequest } }
+    /// The response head, once it arrived.
     public var response: HTTPResponse? { core.withLock { $0.response } }
     public var state: TaskState {
         let (visible, successor) = core.withLock { ($0.life.visibleState, $0.life.successor) }
         // A data task that became a download is as far along as its successor.
         return successor?.state ?? visible
     }
+    /// Why the task failed, once it completed with an error.
     public var error: TransferError? { core.withLock { $0.life.completionError ?? nil } }
     /// Timing of the finished task (nil until it completes).
     public var metrics: TaskMetrics? { core.withLock { $0.metrics } }
@@ -697,7 +703,10 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
 /// What ``TransferTask/events`` yields.
 public enum TaskEvent: Sendable, Hashable {
+    /// The task's state changed.
     case state(TaskState)
+    /// Upload progress.
     case uploadProgress(TransferProgress)
+    /// Download progress.
     case downloadProgress(TransferProgress)
 }
