@@ -6,14 +6,4 @@ public enum PinningMode: Sendable, Hashable, CaseIterable {
     case publicKey
     /// The pinned certificates are the trust anchors and the validated chain must contain one.
     case certificate
-
-    var engineValue: ct_pinning_mode {
-        switch self {
-        case .none: CT_PINNING_NONE
-        case .publicKey: CT_PINNING_PUBLIC_KEY
-        case .certificate: CT_PINNING_CERTIFICATE
-        }
-    }
 }
-
-import CTransfer

@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 
 /// Timing and wire facts of one task, in the shape of URLSessionTaskMetrics.
@@ -53,27 +52,5 @@ public struct TaskMetrics: Sendable, Hashable, Codable {
         firstByte = -1; total = -1; redirectDuration = 0; redirectCount = 0; httpVersion = ""
         reusedConnection = false; remoteAddress = ""; remotePort = 0; localAddress = ""; localPort = 0
         requestHeaderBytes = 0; responseHeaderBytes = 0; bodyBytesSent = 0; bodyBytesReceived = 0
-    }
-
-    init(_ m: ct_metrics) {
-        queueDuration = m.queued
-        nameLookup = m.name_lookup
-        connect = m.connect
-        tlsHandshake = m.tls
-        requestSent = m.request_sent
-        firstByte = m.first_byte
-        total = m.total
-        redirectDuration = m.redirect
-        redirectCount = Int(m.redirect_count)
-        httpVersion = m.http_version == 0 ? "" : ResponseHead.versionString(m.http_version)
-        reusedConnection = m.reused_connection != 0
-        remoteAddress = stringFromCCharArray(m.remote_ip)
-        localAddress = stringFromCCharArray(m.local_ip)
-        remotePort = Int(m.remote_port)
-        localPort = Int(m.local_port)
-        requestHeaderBytes = m.request_bytes
-        responseHeaderBytes = m.header_bytes
-        bodyBytesSent = m.body_bytes_sent
-        bodyBytesReceived = m.body_bytes_received
     }
 }

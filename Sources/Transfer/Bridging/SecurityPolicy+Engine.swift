@@ -130,3 +130,13 @@ extension PinFailureReport {
                   enforced: report.enforced != 0)
     }
 }
+
+extension PinningMode {
+    var engineValue: ct_pinning_mode {
+        switch self {
+        case .none: CT_PINNING_NONE
+        case .publicKey: CT_PINNING_PUBLIC_KEY
+        case .certificate: CT_PINNING_CERTIFICATE
+        }
+    }
+}
