@@ -29,14 +29,27 @@ swift package --disable-sandbox generate-documentation --target Transfer 2>&1 | 
 # DocC only warns about a link to nothing; the docs must not have one.
 ! grep -E "warning: .*(doesn't exist at|fails to resolve)" .build/docs.log || { echo "unresolved links in the docs" >&2; exit 1; }
 
+# One sanitizer run. A sanitizer report fails the run even when every test
+# passed; the reports (and the test that was running) are printed, since CI
+# shows only the end of the output.
+sanitized_run() {
+    local name=$1 flag=$2 scratch=$3 log=.build/test-$2.log status=0
+    echo "== $name"
+    swift test --no-parallel --scratch-path "$scratch" --sanitize="$flag" > "$log" 2>&1 || status=$?
+    tail -n 20 "$log"
+    if grep -qE "^(WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|LeakSanitizer)" "$log"; then
+        echo "== $name reports (from $log):" >&2
+        grep -nE "^(WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|LeakSanitizer)|^SUMMARY: " "$log" >&2
+        awk '/^◇ Test /{t=$0} /^(WARNING|ERROR): (Thread|Address|Leak)Sanitizer/{n=60; print "-- while " t} n>0{print; n--}' "$log" | head -n 400 >&2
+        exit 1
+    fi
+    [ "$status" -eq 0 ] && grep -qE "Test run with .* passed" "$log" || { echo "tests under $name failed (exit $status)" >&2; exit 1; }
+}
+
 if [ "$quick" -eq 0 ]; then
     export TRANSFER_TEST_SANITIZER=1   # tests shrink their big payloads
-    echo "== ThreadSanitizer"
-    swift test --no-parallel --scratch-path .build-tsan --sanitize=thread 2>&1 | tee .build/test-tsan.log | tail -n 20
-    grep -qE "Test run with .* passed" .build/test-tsan.log || { echo "tests under TSan failed" >&2; exit 1; }
-    echo "== AddressSanitizer"
+    sanitized_run ThreadSanitizer thread .build-tsan
     export LSAN_OPTIONS="suppressions=$(pwd)/scripts/lsan.supp:print_suppressions=0"
-    swift test --no-parallel --scratch-path .build-asan --sanitize=address 2>&1 | tee .build/test-asan.log | tail -n 20
-    grep -qE "Test run with .* passed" .build/test-asan.log || { echo "tests under ASan failed" >&2; exit 1; }
+    sanitized_run AddressSanitizer address .build-asan
 fi
 echo "== all tests passed"
