@@ -48,6 +48,7 @@ sanitized_run() {
 
 if [ "$quick" -eq 0 ]; then
     export TRANSFER_TEST_SANITIZER=1   # tests shrink their big payloads
+    export TSAN_OPTIONS="suppressions=$(pwd)/scripts/tsan.supp"   # one toolchain false positive
     sanitized_run ThreadSanitizer thread .build-tsan
     export LSAN_OPTIONS="suppressions=$(pwd)/scripts/lsan.supp:print_suppressions=0"
     sanitized_run AddressSanitizer address .build-asan
