@@ -121,8 +121,9 @@ ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st)
   case CURLE_QUIC_CONNECT_ERROR:
     return CT_E_TRANSPORT;
 
-  case CURLE_WEIRD_SERVER_REPLY:
   case CURLE_GOT_NOTHING:
+    return CT_E_EMPTY_REPLY;        /* a restarting server looks like this */
+  case CURLE_WEIRD_SERVER_REPLY:
   case CURLE_BAD_CONTENT_ENCODING:
   case CURLE_RANGE_ERROR:
   case CURLE_BAD_DOWNLOAD_RESUME:
@@ -287,6 +288,7 @@ const char *ct_code_name(ct_code code)
   case CT_E_TOO_LARGE: return "too_large";
   case CT_E_INTERNAL: return "internal";
   case CT_E_PROXY: return "proxy";
+  case CT_E_EMPTY_REPLY: return "empty_reply";
   }
   return "unknown";
 }

@@ -55,7 +55,7 @@ enum ExitStatus: Int32, Sendable, Comparable {
         case .tooManyRedirects, .redirectRefused: self = .redirect
         case .unacceptableStatusCode: self = .status
         case .unacceptableContentType, .serializationFailed: self = .content
-        case .truncatedResponse, .badResponse, .responseTooLarge: self = .truncated
+        case .truncatedResponse, .badResponse, .emptyResponse, .responseTooLarge: self = .truncated
         case .fileError: self = .localFile
         case .checksumMismatch: self = .checksum
         case .cancelled: self = .interrupted

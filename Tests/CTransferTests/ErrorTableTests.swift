@@ -16,6 +16,12 @@ struct ErrorTableTests {
         #expect(ct_code_for_curl_code(92) == CT_E_TRANSPORT)   // before the body
     }
 
+    @Test("a connection closed before any response byte is its own class, not a bad response")
+    func emptyReply() {
+        #expect(ct_code_for_curl_code(52) == CT_E_EMPTY_REPLY)
+        #expect(ct_code_for_curl_code(8) == CT_E_BAD_RESPONSE)
+    }
+
     @Test("misuse of libcurl is internal, not the caller's request")
     func internalCodes() {
         #expect(ct_code_for_curl_code(2) == CT_E_INTERNAL)

@@ -152,6 +152,7 @@ struct LoopLifecycleTests {
         #expect(String(cString: ct_code_name(CT_OK)) == "ok")
         #expect(String(cString: ct_code_name(CT_E_TIMED_OUT)) == "timed_out")
         #expect(String(cString: ct_code_name(CT_E_SERVER_TRUST)) == "server_trust")
+        #expect(String(cString: ct_code_name(CT_E_EMPTY_REPLY)) == "empty_reply")
         #expect(String(cString: ct_code_name(ct_code(rawValue: 999))) == "unknown")
     }
 }

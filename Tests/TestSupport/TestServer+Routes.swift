@@ -270,6 +270,7 @@ extension Connection {
                 setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
                 throw ConnectionEnd.close
             }
+            if head.query("fail") == "close" { throw ConnectionEnd.close }   // an orderly close, no byte sent
             let status = Int(head.query("status") ?? "") ?? 503
             let retryAfter = head.query("retry-after").map { [("Retry-After", sanitize($0))] } ?? []
             return try respond(head, status: (400...599).contains(status) ? status : 503, extraHeaders: retryAfter,

@@ -209,6 +209,26 @@ struct RetryTests {
         #expect(body(data) == "attempt 2\n")
     }
 
+    @Test("a connection closed with no response is emptyResponse; the default policy retries it")
+    func emptyReply() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let plain = try retrySession(nil)
+        defer { plain.invalidateAndCancel() }
+        let error = await #expect(throws: TransferError.self) {
+            _ = try await plain.data(for: Request(url: server.url("/flaky/1?key=e1&fail=close")))
+        }
+        #expect(error?.code == .emptyResponse)
+        #expect(server.hits("e1") == 1)
+
+        let session = try retrySession(quickPolicy())
+        defer { session.invalidateAndCancel() }
+        let (data, response) = try await session.data(for: Request(url: server.url("/flaky/1?key=e2&fail=close")))
+        #expect(response.statusCode == 200)
+        #expect(body(data) == "attempt 2\n")
+        #expect(server.hits("e2") == 2)
+    }
+
     @Test("a refused connection is retried until the attempts run out, then fails with cannotConnect")
     func refusedConnection() async throws {
         let (fd, port) = try LoopbackListener.open(backlog: 1)

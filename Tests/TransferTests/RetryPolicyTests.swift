@@ -68,7 +68,7 @@ struct RetryPolicyTests {
             let (error, response) = status(code)
             #expect(delay(policy.decision(for: request, dueTo: error, response: response, attempt: 1)) == nil)
         }
-        for code: TransferError.Code in [.cannotConnect, .timedOut, .transport, .truncatedResponse] {
+        for code: TransferError.Code in [.cannotConnect, .timedOut, .transport, .truncatedResponse, .emptyResponse] {
             let error = TransferError(code, "transient")
             #expect(delay(policy.decision(for: request, dueTo: error, response: nil, attempt: 1)) != nil)
         }
@@ -78,9 +78,6 @@ struct RetryPolicyTests {
             let error = TransferError(code, "permanent")
             #expect(delay(policy.decision(for: request, dueTo: error, response: nil, attempt: 1)) == nil)
         }
-        var empty = TransferError(.badResponse, "empty reply")
-        empty.curlCode = 52
-        #expect(delay(policy.decision(for: request, dueTo: empty, response: nil, attempt: 1)) != nil)
     }
 
     @Test("attempts stop at the maximum")

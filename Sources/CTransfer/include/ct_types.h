@@ -48,8 +48,10 @@ typedef enum ct_code {
   CT_E_HTTP_STATUS = 21,      /* used by higher layers only */
   CT_E_TOO_LARGE = 22,        /* body over max_body_size / decode ratio */
   CT_E_INTERNAL = 23,         /* libcurl misused or refused to start: a bug */
-  CT_E_PROXY = 24             /* the proxy refused, wants credentials, or
+  CT_E_PROXY = 24,            /* the proxy refused, wants credentials, or
                                * its name does not resolve */
+  CT_E_EMPTY_REPLY = 25       /* the server closed the connection without
+                               * sending a byte of response */
 } ct_code;
 
 /* Why the trust evaluation refused a chain (ct_result.tls_reason). */

@@ -237,6 +237,7 @@ final class Engine: Sendable {
         case CT_E_TRANSPORT: return .transport
         case CT_E_TOO_LARGE: return .responseTooLarge
         case CT_E_PROXY: return .proxyFailure
+        case CT_E_EMPTY_REPLY: return .emptyResponse
         case CT_E_INTERNAL, CT_E_NO_MEMORY, CT_E_SYSTEM, CT_E_UNSUPPORTED: return .internalError
         default: return .internalError
         }

@@ -37,6 +37,10 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let serializationFailed = Code("serializationFailed")
         /// The body ended before its announced length, or the connection died inside it.
         public static let truncatedResponse = Code("truncatedResponse")
+        /// The server closed the connection without sending a byte of response
+        /// (what a restarting server or a closed keep-alive connection looks
+        /// like; curl's "empty reply"). Retried by ``RetryPolicy`` by default.
+        public static let emptyResponse = Code("emptyResponse")
         /// The server sent something that is not HTTP: a refused status line, an
         /// unparseable `Location`, headers over libcurl's limit, broken chunked framing.
         public static let badResponse = Code("badResponse")

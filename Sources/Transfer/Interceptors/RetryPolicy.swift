@@ -9,7 +9,7 @@ import Foundation
 /// - the method is in ``retryableMethods`` (by default the idempotent ones of
 ///   RFC 9110: GET, HEAD, PUT, DELETE, OPTIONS, TRACE; never POST or PATCH);
 /// - it failed with a code in ``retryableErrorCodes`` (cannot connect, timed
-///   out, reset or cut short), or was answered with a status in
+///   out, reset, cut short, or closed with no response at all), or was answered with a status in
 ///   ``retryableStatusCodes`` (408, 429, 500, 502, 503, 504). TLS and trust
 ///   failures, cancellation and bad input are never retried.
 ///
@@ -25,7 +25,7 @@ public struct RetryPolicy: RequestInterceptor {
     public static let defaultRetryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504]
     /// Error codes retried by default (transient transport failures).
     public static let defaultRetryableErrorCodes: Set<TransferError.Code> = [
-        .cannotConnect, .timedOut, .transport, .truncatedResponse,
+        .cannotConnect, .timedOut, .transport, .truncatedResponse, .emptyResponse,
     ]
 
     /// Attempts in all, the first included (1: never retry).
@@ -91,9 +91,6 @@ public struct RetryPolicy: RequestInterceptor {
         if error.code == .unacceptableStatusCode {
             return error.httpStatus.map { retryableStatusCodes.contains($0) } ?? false
         }
-        // An empty reply: the server closed the connection before answering
-        // (what a restarting server looks like); curl's code 52.
-        if error.code == .badResponse, error.curlCode == 52 { return retryableErrorCodes.contains(.transport) }
         return retryableErrorCodes.contains(error.code)
     }
 
