@@ -11,7 +11,12 @@
 
 #include "ct_tls_internal.h"
 
-#define CTI_DEFAULT_SINK_BUFFER (2u * 1024u * 1024u)
+#define CTI_DEFAULT_SINK_BUFFER (2u * 1024u * 1024u)  /* the ceiling */
+/* A file sink's write buffer starts small and doubles, up to its ceiling,
+ * each time it fills faster than CTI_SINK_GROW_NS: a slow or small
+ * download holds 64 KiB, only a fast bulk one reaches the ceiling. */
+#define CTI_FIRST_SINK_BUFFER (64u * 1024u)
+#define CTI_SINK_GROW_NS 100000000ull
 #define CTI_DIRECT_WRITE (256u * 1024u)   /* chunks this big skip the buffer */
 #define CTI_DEFAULT_CONNECT_TIMEOUT_MS 30000
 #define CTI_DEFAULT_PROGRESS_MS 16
@@ -42,7 +47,10 @@ struct cti_sink {
   char *part_path;
   char *buf;
   size_t buf_len;
-  size_t buf_cap;
+  size_t buf_cap;       /* the buffer's size now */
+  size_t buf_max;       /* its ceiling (spec's sink_buffer_size) */
+  size_t buf_peak;      /* the largest size it had (ct_result) */
+  uint64_t buf_since;   /* CLOCK_MONOTONIC_COARSE ns it was last empty */
   int64_t base;         /* file offset of buf[0] */
   int64_t durable;      /* bytes [start, durable) written to the fd */
   int64_t start;        /* offset this sink began writing at */

@@ -257,8 +257,10 @@ static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
   r.tls_reason = t->verdict.reason;
   r.verify_error = t->verdict.verify_error;
   r.http_status = t->status;
-  if(t->sink.kind == CT_SINK_FILE)
+  if(t->sink.kind == CT_SINK_FILE) {
     r.bytes_on_disk = t->sink.durable;
+    r.write_buffer_peak = (int64_t)t->sink.buf_peak;
+  }
   r.resume_offset = t->resume_offset;
   if(t->easy) {
     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 void cti_sink_init(struct cti_sink *sink)
@@ -70,8 +71,11 @@ ct_code cti_sink_open_file(struct cti_sink *sink, int64_t offset,
       goto fail;
     }
   }
+  if(!sink->buf_max)
+    sink->buf_max = CTI_DEFAULT_SINK_BUFFER;
   if(!sink->buf_cap)
-    sink->buf_cap = CTI_DEFAULT_SINK_BUFFER;
+    sink->buf_cap = sink->buf_max < CTI_FIRST_SINK_BUFFER ? sink->buf_max :
+      CTI_FIRST_SINK_BUFFER;
   sink->base = offset;
   sink->durable = offset;
   sink->start = offset;
@@ -263,6 +267,35 @@ static void start_writeback(struct cti_sink *sink, int64_t from, int64_t len)
                         SYNC_FILE_RANGE_WRITE);
 }
 
+static uint64_t coarse_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The buffer just filled and was written out (it is empty): double it when
+ * it filled fast, so that bulk downloads make few large writes while slow
+ * ones keep 64 KiB. A failed allocation keeps the buffer as it is. */
+static void grow_if_fast(struct cti_sink *sink)
+{
+  uint64_t now = coarse_ns();
+  if(sink->buf_cap < sink->buf_max &&
+     now - sink->buf_since < CTI_SINK_GROW_NS) {
+    size_t cap = sink->buf_cap > sink->buf_max / 2 ? sink->buf_max :
+      sink->buf_cap * 2;
+    char *bigger = malloc(cap);
+    if(bigger) {
+      free(sink->buf);
+      sink->buf = bigger;
+      sink->buf_cap = cap;
+      if(cap > sink->buf_peak)
+        sink->buf_peak = cap;
+    }
+  }
+  sink->buf_since = now;
+}
+
 ct_code cti_sink_flush(struct cti_sink *sink)
 {
   ct_code rc;
@@ -349,6 +382,9 @@ ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len)
     sink->buf = malloc(sink->buf_cap);
     if(!sink->buf)
       return CT_E_NO_MEMORY;
+    if(sink->buf_cap > sink->buf_peak)
+      sink->buf_peak = sink->buf_cap;
+    sink->buf_since = coarse_ns();
   }
   while(len) {
     size_t room = sink->buf_cap - sink->buf_len;
@@ -361,6 +397,7 @@ ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len)
       rc = cti_sink_flush(sink);
       if(rc != CT_OK)
         return rc;
+      grow_if_fast(sink);
     }
   }
   return CT_OK;

@@ -25,6 +25,7 @@ struct PhaseOutcome: Sendable {
     var sysErrno: Int32
     var httpStatus: Int = 0
     var bytesOnDisk: Int64 = 0
+    var writeBufferPeak: Int64 = 0
 }
 
 /// A loop whose phase trace and results the test reads. Callbacks run on the loop thread.
@@ -54,7 +55,8 @@ final class PhaseHarness: Sendable {
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
             let outcome = PhaseOutcome(code: r.code, body: body, message: message, sysErrno: r.sys_errno,
-                                       httpStatus: Int(r.http_status), bytesOnDisk: r.bytes_on_disk)
+                                       httpStatus: Int(r.http_status), bytesOnDisk: r.bytes_on_disk,
+                                       writeBufferPeak: r.write_buffer_peak)
             entry.harness.outcomes.withLock { $0[entry.tag, default: []].append(outcome) }
         }
         config.on_phase = { ctx, event in

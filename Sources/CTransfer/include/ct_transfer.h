@@ -88,7 +88,10 @@ struct ct_transfer_spec {
    * failure the part file is removed unless CT_FLAG_KEEP_PARTIAL. */
   const char *_Nullable sink_path;
   const char *_Nullable sink_part_path;
-  size_t sink_buffer_size;           /* 0: default (2 MiB) */
+  size_t sink_buffer_size;           /* the write buffer's ceiling; 0: 2 MiB.
+                                      * It starts at 64 KiB (or this, when
+                                      * smaller) and doubles each time it
+                                      * fills within 100 ms. */
   /* Resume: continue the part file at this offset with Range, and with
    * If-Range when `if_range` (an ETag or a Last-Modified) is set. A 200 in
    * reply restarts the file from zero. */

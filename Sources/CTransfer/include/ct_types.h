@@ -100,6 +100,9 @@ struct ct_result {
   long http_status;
   int64_t bytes_on_disk;   /* file sinks: bytes durably in the file */
   int64_t resume_offset;   /* the offset the transfer started at */
+  int64_t write_buffer_peak;  /* file sinks: the largest write buffer held
+                               * (it starts at 64 KiB and doubles while it
+                               * fills within 100 ms); 0: never needed */
   const char *_Nullable effective_url;
   const char *_Nullable redirect_url;  /* Location when not followed */
   const char *_Nullable etag;          /* validators of the response */
