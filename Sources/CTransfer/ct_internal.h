@@ -17,12 +17,21 @@
  * download holds 64 KiB, only a fast bulk one reaches the ceiling. */
 #define CTI_FIRST_SINK_BUFFER (64u * 1024u)
 #define CTI_SINK_GROW_NS 100000000ull
+/* Growth past 64 KiB comes out of one budget for the whole process: a few
+ * bulk downloads get 2 MiB each, a hundred parallel ones do not make a
+ * hundred 2 MiB buffers. */
+#define CTI_SINK_GROWTH_BUDGET (8 * 1024 * 1024)
 #define CTI_DIRECT_WRITE (256u * 1024u)   /* chunks this big skip the buffer */
 #define CTI_DEFAULT_CONNECT_TIMEOUT_MS 30000
 #define CTI_DEFAULT_PROGRESS_MS 16
 #define CTI_FILE_READ_BLOCK (2u * 1024u * 1024u)
 #define CTI_EASY_POOL 256
 #define CTI_BIG_RECV_BUFFER (512u * 1024u)  /* file, discard: bulk bodies */
+/* Only this many bulk transfers of a loop at once get the big receive
+ * buffer (libcurl allocates it per transfer); the others share the
+ * bandwidth anyway and get CTI_MID_RECV_BUFFER. */
+#define CTI_BIG_RECV_SLOTS 8
+#define CTI_MID_RECV_BUFFER (64u * 1024u)
 /* Limits (issue 11): memory and disk follow the bytes that really came,
  * never what the server announced. */
 #define CTI_MEM_FIRST_RESERVE (1u << 20)    /* memory sink, from a length */
@@ -212,6 +221,7 @@ struct cti_transfer {
   int chunked;              /* this response is Transfer-Encoding: chunked */
   int head_deferred;        /* a 401 head libcurl may answer (ct_response.c) */
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
+  int big_recv_slot;        /* holds one of the loop's CTI_BIG_RECV_SLOTS */
   char *etag;
   char *last_modified;
   int64_t resume_offset;
@@ -492,6 +502,7 @@ struct ct_loop {
   int easy_pool_count;
   uint64_t setopt_calls;         /* atomic, one writer: curl_easy_setopt */
   uint64_t checksum_read;        /* atomic: part-file bytes read to hash */
+  int big_recv_in_use;           /* transfers holding a big receive buffer */
 
   uint64_t next_id;              /* atomic */
   int64_t active;                /* atomic: submitted, not finished */

@@ -91,6 +91,10 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
     cti_easy_give_back(loop, t->easy, t->profile, clean);
     t->easy = NULL;
   }
+  if(t->big_recv_slot) {
+    loop->big_recv_in_use--;
+    t->big_recv_slot = 0;
+  }
   table_remove(loop, t);
   __atomic_sub_fetch(&loop->active, 1, __ATOMIC_RELAXED);
   cti_transfer_free(t);

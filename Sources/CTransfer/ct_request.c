@@ -415,7 +415,16 @@ ct_code cti_transfer_prepare(struct cti_transfer *t)
   CURLcode sc;
 
   /* What set_profile reads besides the spec. */
-  t->recv_buffer = big_body(t) ? CTI_BIG_RECV_BUFFER : CURL_MAX_WRITE_SIZE;
+  t->recv_buffer = CURL_MAX_WRITE_SIZE;
+  if(big_body(t)) {
+    if(t->loop->big_recv_in_use < CTI_BIG_RECV_SLOTS) {
+      t->loop->big_recv_in_use++;
+      t->big_recv_slot = 1;
+      t->recv_buffer = CTI_BIG_RECV_BUFFER;
+    }
+    else
+      t->recv_buffer = CTI_MID_RECV_BUFFER;
+  }
   if(t->body_kind == CT_BODY_FILE) {
     t->body_fd = open(t->body_path, O_RDONLY | O_CLOEXEC);
     if(t->body_fd < 0) {

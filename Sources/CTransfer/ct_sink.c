@@ -277,6 +277,28 @@ static uint64_t coarse_ns(void)
 /* The buffer just filled and was written out (it is empty): double it when
  * it filled fast, so that bulk downloads make few large writes while slow
  * ones keep 64 KiB. A failed allocation keeps the buffer as it is. */
+/* Bytes of write buffers above CTI_FIRST_SINK_BUFFER, every sink of every
+ * loop of the process together. */
+static int64_t growth_in_use;
+
+/* Take `n` bytes of the growth budget; 0 when it would go over. */
+static int take_growth(int64_t n)
+{
+  int64_t used = __atomic_load_n(&growth_in_use, __ATOMIC_RELAXED);
+  do {
+    if(used + n > CTI_SINK_GROWTH_BUDGET)
+      return 0;
+  } while(!__atomic_compare_exchange_n(&growth_in_use, &used, used + n, 1,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return 1;
+}
+
+static int64_t growth_of(size_t cap)
+{
+  return cap > CTI_FIRST_SINK_BUFFER ?
+    (int64_t)(cap - CTI_FIRST_SINK_BUFFER) : 0;
+}
+
 static void grow_if_fast(struct cti_sink *sink)
 {
   uint64_t now = coarse_ns();
@@ -284,13 +306,18 @@ static void grow_if_fast(struct cti_sink *sink)
      now - sink->buf_since < CTI_SINK_GROW_NS) {
     size_t cap = sink->buf_cap > sink->buf_max / 2 ? sink->buf_max :
       sink->buf_cap * 2;
-    char *bigger = malloc(cap);
-    if(bigger) {
-      free(sink->buf);
-      sink->buf = bigger;
-      sink->buf_cap = cap;
-      if(cap > sink->buf_peak)
-        sink->buf_peak = cap;
+    int64_t more = growth_of(cap) - growth_of(sink->buf_cap);
+    if(take_growth(more)) {
+      char *bigger = malloc(cap);
+      if(bigger) {
+        free(sink->buf);
+        sink->buf = bigger;
+        sink->buf_cap = cap;
+        if(cap > sink->buf_peak)
+          sink->buf_peak = cap;
+      }
+      else
+        __atomic_sub_fetch(&growth_in_use, more, __ATOMIC_RELAXED);
     }
   }
   sink->buf_since = now;
@@ -478,6 +505,9 @@ void cti_sink_free(struct cti_sink *sink)
   if(sink->fd >= 0)
     close(sink->fd);
   free(sink->mem);
+  if(sink->buf)
+    __atomic_sub_fetch(&growth_in_use, growth_of(sink->buf_cap),
+                       __ATOMIC_RELAXED);
   free(sink->buf);
   free(sink->path);
   free(sink->part_path);
