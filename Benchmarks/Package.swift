@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Transfer", path: ".."),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
@@ -19,7 +20,10 @@ let package = Package(
         // Transfer (the library under test).
         .executableTarget(
             name: "bench-transfer",
-            dependencies: ["BenchCommon", .product(name: "Transfer", package: "Transfer")]
+            dependencies: [
+                "BenchCommon", .product(name: "Transfer", package: "Transfer"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // URLSession from FoundationNetworking.
         .executableTarget(name: "bench-urlsession", dependencies: ["BenchCommon"]),

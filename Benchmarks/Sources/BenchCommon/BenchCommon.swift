@@ -46,6 +46,10 @@ public struct Options: Sendable {
     public var checkOnly = false
     /// `--api data|batch` (bench-transfer, `many`): one `data(for:)` per request (default), or the batch API.
     public var api = "data"
+    /// `--observe logger|monitor` (bench-transfer): a logger at `.info` (the per-request
+    /// events are `.debug`: logging configured but off), or one event monitor that counts
+    /// every event. Measures what observation costs.
+    public var observe: String?
 
     public init(arguments: [String] = Array(CommandLine.arguments.dropFirst())) throws {
         var index = 0
@@ -87,6 +91,10 @@ public struct Options: Sendable {
                 let text = try value(name)
                 guard text == "data" || text == "batch" else { throw BenchError("unknown --api \(text)") }
                 api = text
+            case "--observe":
+                let text = try value(name)
+                guard text == "logger" || text == "monitor" else { throw BenchError("unknown --observe \(text)") }
+                observe = text
             default: throw BenchError("unknown argument \(name)")
             }
             index += 1

@@ -5,7 +5,21 @@
 // segmentedDownload(with:to:segments:).
 import BenchCommon
 import Foundation
+import Logging
+import Synchronization
 import Transfer
+
+/// `--observe monitor`: one monitor that counts what it is told, on its own queue.
+final class CountingMonitor: EventMonitor {
+    let queue = DispatchQueue(label: "bench.monitor")
+    let events = Atomic<Int>(0)
+    func taskDidCreate(_ task: TransferTask) { events.add(1, ordering: .relaxed) }
+    func taskDidResume(_ task: TransferTask) { events.add(1, ordering: .relaxed) }
+    func task(_ task: TransferTask, didReceiveResponse response: HTTPResponse) { events.add(1, ordering: .relaxed) }
+    func task(_ task: TransferTask, didCompleteWith metrics: TaskMetrics?, error: TransferError?) {
+        events.add(1, ordering: .relaxed)
+    }
+}
 
 func makeSession(_ options: Options) throws -> SessionManager {
     var configuration = SessionConfiguration.default
@@ -14,6 +28,17 @@ func makeSession(_ options: Options) throws -> SessionManager {
     configuration.timeoutIntervalForRequest = 600
     // The peers do not ask for compressed bodies either.
     configuration.acceptsCompressedResponses = false
+    switch options.observe {
+    case "logger":
+        // Logging configured but off for the per-request events (they are .debug).
+        var logger = Logger(label: "bench")
+        logger.logLevel = .info
+        configuration.logger = logger
+    case "monitor":
+        configuration.eventMonitors = [CountingMonitor()]
+    default:
+        break
+    }
     return try SessionManager(configuration: configuration)
 }
 
