@@ -71,6 +71,17 @@ struct CookieStoreTests {
         #expect(Set(try CookieStore(contentsOf: copy).cookies) == Set(store.cookies))
     }
 
+    @Test("a domain starting with a combining mark keeps its line's leading dot and #HttpOnly_ apart (fuzz finding)")
+    func combiningMarkDomain() throws {
+        // U+035A after "." or "_" makes one Character of the two: prefixes are bytes, not Characters.
+        for line in ["\u{35A}h.test\tTRUE\t/t/\tFALSE\t4102444800\twide\t1",
+                     "#HttpOnly_\u{35A}h.test\tFALSE\t/\tFALSE\t0\tn\tv"] {
+            let cookie = try #require(Cookie(netscapeLine: Substring(line)))
+            #expect(cookie.domain == "\u{35A}h.test")
+            #expect(Cookie(netscapeLine: Substring(cookie.netscapeLine)) == cookie)
+        }
+    }
+
     @Test("unreadable, binary or oversized cookie files give typed errors")
     func badFiles() throws {
         let folder = try TemporaryDirectory()

@@ -71,12 +71,15 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
     /// with 0 for a session cookie, name, value), a `#HttpOnly_` prefix for
     /// HttpOnly cookies. Nil for comments, blank lines and lines curl would skip.
     init?(netscapeLine line: Substring) {
+        // Prefixes are compared by bytes, not by Character: a combining mark
+        // right after "_" or "." joins it into one Character, and the
+        // Character-based hasPrefix would then miss the ASCII prefix.
         var text = line
         var httpOnly = false
-        if text.hasPrefix("#HttpOnly_") {
-            text = text.dropFirst("#HttpOnly_".count)
+        if text.utf8.starts(with: "#HttpOnly_".utf8) {
+            text = text[text.utf8.index(text.startIndex, offsetBy: "#HttpOnly_".utf8.count)...]
             httpOnly = true
-        } else if text.hasPrefix("#") {
+        } else if text.utf8.first == UInt8(ascii: "#") {
             return nil
         }
         let fields = text.split(separator: "\t", omittingEmptySubsequences: false)
@@ -84,7 +87,7 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
         // accepts a line with the value missing altogether.
         guard fields.count == 7 || fields.count == 6 else { return nil }
         var domain = String(fields[0])
-        if domain.hasPrefix(".") { domain.removeFirst() }
+        if domain.unicodeScalars.first == "." { domain = String(domain.unicodeScalars.dropFirst()) }
         guard !domain.isEmpty, let parsed = Int64(fields[4]), parsed >= 0 else { return nil }
         let seconds = min(parsed, Self.latestExpiry)
         let path = String(fields[2])
@@ -130,7 +133,7 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
         // make the file line a comment.
         let hostCharacters = Set(
             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:[]".unicodeScalars)
-        if domain.isEmpty || domain.hasPrefix(".")
+        if domain.isEmpty || domain.unicodeScalars.first == "."
             || domain.unicodeScalars.contains(where: { $0.isASCII && !hostCharacters.contains($0) })
         {
             return "the cookie domain \(domain.debugDescription) is not a host name"
@@ -198,7 +201,7 @@ struct SetCookieAttributes: Sendable, Hashable {
             switch key {
             case "domain":
                 var d = val.lowercased()
-                while d.hasPrefix(".") { d.removeFirst() }
+                while d.unicodeScalars.first == "." { d = String(d.unicodeScalars.dropFirst()) }
                 if !d.isEmpty { domain = d }
             case "path":
                 path = val.hasPrefix("/") ? val : nil

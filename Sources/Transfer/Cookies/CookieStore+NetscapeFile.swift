@@ -57,7 +57,9 @@ extension CookieStore {
         return text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).compactMap { raw in
             let line = String(raw)   // as it is: a TAB may end an empty value
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty || (trimmed.hasPrefix("#") && !trimmed.hasPrefix("#HttpOnly_")) { return nil }
+            // By bytes: a combining mark after "_" would defeat a Character prefix.
+            if trimmed.isEmpty || (trimmed.utf8.first == UInt8(ascii: "#")
+                && !trimmed.utf8.starts(with: "#HttpOnly_".utf8)) { return nil }
             // curl reads at most 5000 bytes a line; a longer one is not a cookie it keeps.
             return line.utf8.count <= 5000 ? line : nil
         }
