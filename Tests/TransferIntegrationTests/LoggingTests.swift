@@ -108,7 +108,7 @@ struct LoggingTests {
         #expect(trace.contains { $0.hasPrefix("* ") })
     }
 
-    @Test("a failure is logged at error with its code; nothing below the level is built")
+    @Test("a failure is logged at error with its code, from the fast path too; nothing below the level is built")
     func failureIsAnErrorRecord() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
@@ -116,6 +116,8 @@ struct LoggingTests {
         let session = try makeSession { $0.logger = logger(.info, into: store) }
         defer { session.invalidateAndCancel() }
         #expect(!session.observation.tracesCurl && !session.observation.logsDebug)
+        // A logger at info keeps data(for:) on the fast path, which logs its own failures.
+        #expect(session.usesFastPath)
 
         _ = try await session.data(for: Request(url: server.url("/bytes/1024")))
         var thrown: TransferError?

@@ -193,6 +193,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             // Rare: the full copy of the result, as the task path makes it.
             var error = Outcome(result).error(url: request.url)!
             if error.response == nil { error.response = response }
+            session.observation.fastRequest(request, didFailWith: error, mailbox: session.mailbox)
             value = .failure(error)
         }
         let metrics = run?.options.collectsMetrics == true ? TaskMetrics(result.metrics) : nil
@@ -292,7 +293,8 @@ private struct UncheckedObserver: @unchecked Sendable {
 extension SessionManager {
     /// Whether `data(for:)` and batches skip the task layer: no hook, no
     /// delegate, nobody observing the task notifications, no event monitor,
-    /// no logger at error level or below, no session interceptor (a
+    /// no logger at debug level or below (one at info to error keeps it: the
+    /// fast path logs its own failures), no session interceptor (a
     /// request's own interceptor is checked per request: ``takesFastPath(_:)``).
     /// Progress and metrics callbacks need a task, so they count as hooks here.
     var usesFastPath: Bool {

@@ -39,8 +39,10 @@ final class SessionObservation: Sendable {
     var hasEventMonitors: Bool { monitorsPresent.load(ordering: .relaxed) }
 
     /// Requests must go through the task layer, which reports to the
-    /// logger and the monitors: a monitor, or a logger at error or below.
-    var blocksFastPath: Bool { logsErrors || monitorsPresent.load(ordering: .relaxed) }
+    /// logger and the monitors: a monitor, or a logger at debug. A logger at
+    /// info to error keeps the fast path: it logs its own failures
+    /// (``fastRequest(_:didFailWith:mailbox:)``), the only events it gets.
+    var blocksFastPath: Bool { logsDebug || monitorsPresent.load(ordering: .relaxed) }
 
     /// Someone wants lifecycle events: a monitor, or a logger at debug.
     var isActive: Bool { logsDebug || monitorsPresent.load(ordering: .relaxed) }
@@ -167,16 +169,31 @@ final class SessionObservation: Sendable {
         }
     }
 
+    /// A failed request of the fast path (loop thread): logged at error as the
+    /// task path logs it, from the session's mailbox (the logger's handler is
+    /// user code and never runs on the engine). Costs nothing below error.
+    func fastRequest(_ request: Request, didFailWith error: TransferError, mailbox: Mailbox) {
+        guard logsErrors, let logger, error.code != .cancelled else { return }
+        mailbox.post { [self] in
+            logFailure(of: request, error, metadata: ["transfer.task": "fast"], to: logger)
+        }
+    }
+
+    private func logFailure(of request: Request, _ error: TransferError, metadata: Logger.Metadata,
+                            to logger: Logger)
+    {
+        var meta = metadata
+        meta["transfer.error"] = "\(error.code)"
+        if let status = error.httpStatus { meta["transfer.status"] = "\(status)" }
+        if let curl = error.curlCode { meta["transfer.curlCode"] = "\(curl)" }
+        logger.error("failed \(LogRedaction.url(request.url)): \(error.code): \(error.message)", metadata: meta)
+    }
+
     private func log(completionOf task: TransferTask, metrics: TaskMetrics?, error: TransferError?) {
         guard let logger else { return }
         if let error, error.code != .cancelled {
             guard logsErrors else { return }
-            var meta = metadata(task)
-            meta["transfer.error"] = "\(error.code)"
-            if let status = error.httpStatus { meta["transfer.status"] = "\(status)" }
-            if let curl = error.curlCode { meta["transfer.curlCode"] = "\(curl)" }
-            logger.error("failed \(LogRedaction.url(task.originalRequest.url)): \(error.code): \(error.message)",
-                         metadata: meta)
+            logFailure(of: task.originalRequest, error, metadata: metadata(task), to: logger)
             return
         }
         guard logsDebug else { return }
