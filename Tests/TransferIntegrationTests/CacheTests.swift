@@ -518,6 +518,19 @@ struct CacheTests {
         #expect(CacheEntryCodec.decode(encoded + Data([0])) == nil)
     }
 
+    @Test("the fuzz target's seeds are valid entries that re-encode to their bytes")
+    func fuzzSeedsDecode() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fuzz/corpus/fuzz_cache_entry")
+        let names = try FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted()
+        #expect(names.count >= 2)
+        for name in names {
+            let bytes = try Data(contentsOf: corpus.appendingPathComponent(name))
+            let decoded = try #require(CacheEntryCodec.decode(bytes), "seed \(name) does not decode")
+            #expect(CacheEntryCodec.encode(key: decoded.key, decoded.entry) == bytes)
+        }
+    }
+
     @Test("a bad capacity or directory is a typed error")
     func badConfigurationIsTypedError() throws {
         #expect(throws: TransferError.self) { try ResponseCache(memoryCapacity: -1) }

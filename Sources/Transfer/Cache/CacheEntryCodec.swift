@@ -3,8 +3,8 @@ import Foundation
 /// The on-disk form of one cache entry, and its validating decoder.
 ///
 /// Layout (integers little-endian): `"TRC1"`; key, URL and HTTP version as
-/// u32 length + UTF-8; u16 status; u64 bit pattern of the response time
-/// (seconds since 1970); u32 header count, each name and value as u32
+/// u32 length + UTF-8; u16 status; the response time as i64 milliseconds
+/// since 1970; u32 header count, each name and value as u32
 /// length + UTF-8; u32 Vary value count, each the same; u64 body length +
 /// body; u64 FNV-1a of every byte before it.
 ///
@@ -18,6 +18,8 @@ enum CacheEntryCodec {
     /// Caps on what one entry may hold (a file is not allowed to make us allocate more).
     static let maxStringLength = 64 * 1024
     static let maxFieldCount = 1024
+    /// Response times within ±3000 years of 1970, in milliseconds.
+    static let maxMilliseconds: Double = 1e14
 
     static func encode(key: String, _ entry: CachedResponse) -> Data {
         var out = [UInt8]()
@@ -27,7 +29,9 @@ enum CacheEntryCodec {
         putString(&out, entry.response.url.absoluteString)
         putString(&out, entry.response.httpVersion)
         put(&out, UInt64(UInt16(clamping: entry.response.statusCode)), bytes: 2)
-        put(&out, entry.responseTime.timeIntervalSince1970.bitPattern, bytes: 8)
+        let milliseconds = (entry.responseTime.timeIntervalSince1970 * 1000).rounded()
+        let clamped = milliseconds.isFinite ? Int64(max(-maxMilliseconds, min(maxMilliseconds, milliseconds))) : 0
+        put(&out, UInt64(bitPattern: clamped), bytes: 8)
         let fields = Array(entry.response.headers)
         put(&out, UInt64(fields.count), bytes: 4)
         for field in fields {
@@ -61,9 +65,10 @@ enum CacheEntryCodec {
             let timeBits = reader.integer(bytes: 8), let fieldCount = reader.integer(bytes: 4),
             fieldCount <= UInt64(maxFieldCount)
         else { return nil }
-        let seconds = Double(bitPattern: timeBits)
-        guard seconds.isFinite, abs(seconds) < 1e11 else { return nil }
-        guard let url = URL(string: urlText), let scheme = url.scheme?.lowercased(),
+        let milliseconds = Int64(bitPattern: timeBits)
+        guard Double(milliseconds.magnitude) <= maxMilliseconds else { return nil }
+        // Only the URL text encode() writes: one that parses back to itself.
+        guard let url = URL(string: urlText), url.absoluteString == urlText, let scheme = url.scheme?.lowercased(),
             scheme == "http" || scheme == "https", url.host?.isEmpty == false
         else { return nil }
         var headers = HTTPHeaders()
@@ -75,15 +80,20 @@ enum CacheEntryCodec {
         }
         guard let varyCount = reader.integer(bytes: 4), varyCount <= UInt64(maxFieldCount) else { return nil }
         var vary: [String: String] = [:]
+        var previous: String?
         for _ in 0..<varyCount {
-            guard let name = reader.string(), let value = reader.string(), vary[name] == nil else { return nil }
+            // Names in strictly increasing order, as encode() writes them.
+            guard let name = reader.string(), let value = reader.string(), previous.map({ $0 < name }) ?? true
+            else { return nil }
             vary[name] = value
+            previous = name
         }
         guard let bodyLength = reader.integer(bytes: 8), let body = reader.bytes(bodyLength), reader.isAtEnd
         else { return nil }
         let response = HTTPResponse(url: url, statusCode: Int(status), headers: headers, httpVersion: version)
         let entry = CachedResponse(response: response, data: Data(body),
-                                   responseTime: Date(timeIntervalSince1970: seconds), varyValues: vary)
+                                   responseTime: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
+                                   varyValues: vary)
         return (key, entry)
     }
 
