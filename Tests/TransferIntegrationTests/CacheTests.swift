@@ -268,6 +268,63 @@ struct CacheTests {
         #expect(received(server, "hookdata").count == 1)
     }
 
+    @Test("without a cache the will-cache hook is not called, and nothing is kept")
+    func hookNotCalledWithoutCache() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let calls = Protected(0)
+        session.hooks.dataTaskWillCacheResponse = { _, _, _, data in
+            calls.withLock { $0 += 1 }
+            return data
+        }
+        let target = url(server, "nocache", ["cc": "max-age=600"])
+
+        _ = try await session.data(for: Request(url: target))
+        _ = try await session.data(for: Request(url: target))
+
+        #expect(calls.withLock { $0 } == 0)
+        #expect(received(server, "nocache").count == 2)
+    }
+
+    @Test("a request's own Cache-Control: no-cache revalidates a fresh entry")
+    func requestNoCacheRevalidates() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try session(try ResponseCache())
+        defer { session.invalidateAndCancel() }
+        let target = url(server, "reqnocache", ["cc": "max-age=600", "etag": "r"])
+        _ = try await session.data(for: Request(url: target))
+
+        let result = await fetch(session, Request(url: target, headers: ["Cache-Control": "no-cache"]))
+
+        #expect(received(server, "reqnocache").count == 2)
+        #expect(received(server, "reqnocache").last?.header("If-None-Match") == "\"r\"")
+        #expect(result.task.metrics?.resourceFetchType == .revalidated)
+        #expect(result.data == Data("cached reqnocache".utf8))
+    }
+
+    @Test("a data-chunk hook gets a cached body as one chunk")
+    func chunkHookSeesCachedBody() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try session(try ResponseCache())
+        defer { session.invalidateAndCancel() }
+        let chunks = Protected<[Data]>([])
+        session.hooks.dataTaskDidReceiveData = { _, _, data in chunks.withLock { $0.append(data) } }
+        let target = url(server, "chunks", ["cc": "max-age=600"])
+        _ = try await session.data(for: Request(url: target))
+        chunks.withLock { $0.removeAll() }
+
+        let result = await fetch(session, target)
+
+        #expect(received(server, "chunks").count == 1)
+        #expect(result.task.metrics?.resourceFetchType == .localCache)
+        #expect(result.data == Data("cached chunks".utf8))
+        #expect(chunks.withLock { $0 } == [Data("cached chunks".utf8)])
+    }
+
     @Test("Vary: a request with other values of the named header misses; Vary: * is not stored")
     func varyIsMatched() async throws {
         let server = try await TestServer.start()
