@@ -61,6 +61,12 @@ import Foundation
 //                                 algorithm A = MD5 (default) or SHA-256, qop="auth" unless
 //                                 qop=none). stale=1: the first nonce is stale, and a right
 //                                 answer to it gets 401 stale=true with a fresh nonce.
+//   /cache/NAME?cc=V&etag=E&lm=1&expires=V&vary=H&body=B
+//                                 200 with body B (default "cached NAME", then " H=<request's H>"
+//                                 when vary=H), Cache-Control: V, ETag: "E", Last-Modified:
+//                                 `lastModified` (lm=1), Expires: V, Vary: H, each when given;
+//                                 304 with the same fields (no body) when If-None-Match has "E" or,
+//                                 with lm=1, If-Modified-Since is `lastModified`.
 //   anything else                 404.
 // On every route, ?close=1 makes the server close the connection after the response.
 
@@ -219,6 +225,8 @@ extension Connection {
             return try serveChunked(head, count: count, chunk: chunk)
         case "json":
             return try respond(head, status: 200, contentType: "application/json", body: TestServer.jsonBody)
+        case "cache":
+            return try serveCacheable(head, name: parts.count > 1 ? parts[1] : "")
         case "response-headers":
             let extra = head.query.filter { $0.name != "close" && !$0.name.isEmpty }.map {
                 (sanitize($0.name).replacingOccurrences(of: ":", with: ""), sanitize($0.value))
@@ -354,6 +362,28 @@ extension Connection {
 
     private func notFound(_ head: RequestHead) throws -> Bool {
         try respond(head, status: 404, body: "no route for \(head.path)\n")
+    }
+
+    /// `/cache/NAME`: a response with the cache fields asked for, and 304 to a matching validator.
+    private func serveCacheable(_ head: RequestHead, name: String) throws -> Bool {
+        var fields: [(String, String)] = []
+        if let control = head.query("cc") { fields.append(("Cache-Control", sanitize(control))) }
+        let etag = head.query("etag").map { "\"\(sanitize($0))\"" }
+        if let etag { fields.append(("ETag", etag)) }
+        let lastModified = head.query("lm") == "1"
+        if lastModified { fields.append(("Last-Modified", TestServer.lastModified)) }
+        if let expires = head.query("expires") { fields.append(("Expires", sanitize(expires))) }
+        let vary = head.query("vary").map(sanitize)
+        if let vary { fields.append(("Vary", vary)) }
+        let etagMatches = etag != nil && (head.header("if-none-match")?.contains(etag!) ?? false)
+        let dateMatches = lastModified && head.header("if-modified-since") == TestServer.lastModified
+        if etagMatches || dateMatches {
+            try sendHead(status: 304, headers: fields + connectionHeaders(head))
+            return try finish(head)
+        }
+        var body = head.query("body") ?? "cached \(name)"
+        if let vary { body += " \(vary)=\(head.header(vary.lowercased()) ?? "-")" }
+        return try respond(head, status: 200, extraHeaders: fields, body: body)
     }
 
     private func respond(

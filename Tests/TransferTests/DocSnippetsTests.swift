@@ -425,6 +425,30 @@ configuration.proxy = .through(try ProxyConfiguration(url: "socks5h://127.0.0.1:
 configuration.proxy = .none
 }
 
+private func cookbook22() async throws {
+let folder = URL(fileURLWithPath: "/var/cache/crawler/http", isDirectory: true)
+var configuration = SessionConfiguration.default
+configuration.responseCache = try ResponseCache(memoryCapacity: 16 << 20, diskCapacity: 1 << 30,
+                                                directory: folder)
+let session = try SessionManager(configuration: configuration)
+// Keep only what is worth keeping; returning other bytes stores those instead.
+session.hooks.dataTaskWillCacheResponse = { _, _, response, data in
+    data.count <= 4 << 20 ? data : nil
+}
+let request = try Request("https://example.com/catalog.json")
+let task = session.dataTask(with: request) { response, data, error in
+    print(response?.statusCode ?? 0, data?.count ?? 0, error?.code.name ?? "ok")
+}
+task.resume()
+// Later: was it sent, answered from the cache, or confirmed with a 304?
+print(task.metrics?.resourceFetchType ?? .networkLoad)
+// Offline: the cache or nothing (TransferError.Code.resourceUnavailable).
+let offline = Request(url: request.url, cachePolicy: .returnCacheDataDontLoad)
+_ = try? await session.data(for: offline)
+// Forget everything: cookies, cached responses, pooled connections, TLS sessions.
+session.reset()
+}
+
 @Suite("Documentation snippets")
 struct DocSnippetsTests {
     @Test("every Swift snippet of docs/ is compiled by this target or TransferTerminalTests")
@@ -447,6 +471,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 37)
+        #expect(count == 38)
     }
 }

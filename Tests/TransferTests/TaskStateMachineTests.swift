@@ -111,6 +111,27 @@ struct TaskStateMachineTests {
         #expect(machine.engineID == nil)
     }
 
+    @Test("a response from the cache finishes the task without the engine, once; a cancel first wins")
+    func servedLocally() {
+        var machine = Machine()
+        _ = machine.resume()
+
+        #expect(machine.servedLocally() == .serve)
+        #expect(machine.servedLocally() == .none)
+        #expect(machine.submitted(id: 3) == .none)
+        #expect(machine.engineID == nil)
+
+        var cancelledFirst = Machine()
+        _ = cancelledFirst.resume()
+        _ = cancelledFirst.cancel(keepPartial: false)
+        #expect(cancelledFirst.servedLocally() == .cancelled)
+        #expect(cancelledFirst.visibleState == .canceling)
+
+        var inEngine = running()
+        #expect(inEngine.servedLocally() == .none)
+        #expect(inEngine.engineID == 7)
+    }
+
     @Test("a task of an invalidated session fails before start and never starts after")
     func failBeforeStart() {
         var machine = Machine()

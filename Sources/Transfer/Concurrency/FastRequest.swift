@@ -303,9 +303,12 @@ extension SessionManager {
     }
 
     /// Whether `request` may skip the task layer: ``usesFastPath``, no body,
-    /// no interceptor and no credential of its own (the task answers 401s).
+    /// no interceptor and no credential of its own (the task answers 401s),
+    /// and no response cache that may answer it or must see its response
+    /// (with none configured this costs one nil check).
     func takesFastPath(_ request: Request) -> Bool {
-        request.body == nil && request.interceptor == nil && request.credential == nil && usesFastPath
+        request.body == nil && request.interceptor == nil && request.credential == nil
+            && (responseCache == nil || request.method == .head) && usesFastPath
     }
 
     /// Called whenever hooks or the delegate change (under the session's

@@ -40,12 +40,23 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
         case stream(BodyStreamProvider, length: Int64?)
     }
 
-    /// How a cached response may be used. Transfer has no cache of its own;
-    /// the policy is carried for serializers and hooks that use one.
+    /// How the session's ``ResponseCache`` may answer a GET
+    /// (`NSURLRequestCachePolicy`, URLSession's meaning). Without a cache
+    /// (``SessionConfiguration/responseCache`` nil) every policy loads.
     public enum CachePolicy: Sendable, Hashable {
-        /// `NSURLRequestCachePolicy`'s values, carried as they are.
-        case useProtocolCachePolicy, reloadIgnoringLocalCacheData, returnCacheDataElseLoad,
-            returnCacheDataDontLoad
+        /// RFC 9111: a fresh entry is used as it is, a stale one with an
+        /// `ETag` or `Last-Modified` is revalidated (a 304 completes with the
+        /// cached body, status 200), anything else is fetched.
+        case useProtocolCachePolicy
+        /// Always fetched; the response is still stored.
+        case reloadIgnoringLocalCacheData
+        /// Any entry is used, however old, unless it says `must-revalidate`
+        /// or `no-cache` (then it is revalidated); else fetched.
+        case returnCacheDataElseLoad
+        /// Any entry is used as with `.returnCacheDataElseLoad`; nothing is
+        /// ever sent: with no usable entry the task fails with
+        /// ``TransferError/Code/resourceUnavailable``.
+        case returnCacheDataDontLoad
     }
 
     /// The absolute http or https URL to fetch.

@@ -114,11 +114,21 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// sessions; nil: no cookie is sent or stored.
     public var cookieStore: CookieStore? = CookieStore.perSession
 
+    /// The HTTP response cache (URLSessionConfiguration's `urlCache`): GET
+    /// responses are stored and reused under RFC 9111's rules for a private
+    /// cache and each request's ``Request/cachePolicy``; the will-cache hook
+    /// (``SessionHooks/dataTaskWillCacheResponse``) decides what is stored.
+    /// Default nil: no cache, and requests pay nothing for it (a server
+    /// library should opt in to serving stale-able data). A cache may be
+    /// shared by sessions; ``SessionManager/reset()`` empties it.
+    public var responseCache: ResponseCache?
+
     /// The defaults, as ``SessionConfiguration/default``.
     public init() {}
 
     /// The defaults of URLSessionConfiguration.default.
     public static var `default`: SessionConfiguration { SessionConfiguration() }
-    /// No persistent state: cookies stay in the session's own in-memory store, no cache.
+    /// No persistent state: cookies stay in the session's own in-memory store,
+    /// no response cache (the default's ``responseCache`` is nil as well).
     public static var ephemeral: SessionConfiguration { SessionConfiguration() }
 }

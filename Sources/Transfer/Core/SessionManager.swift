@@ -15,6 +15,8 @@ public final class SessionManager: Sendable {
     public let configuration: SessionConfiguration
     /// The session's cookies (the configuration's store, or its own fresh one); nil: none.
     public let cookieStore: CookieStore?
+    /// The session's response cache (``SessionConfiguration/responseCache``); nil: none.
+    public let responseCache: ResponseCache?
     let engine: Engine
     /// Serial queue for hooks, delegate calls and progress closures.
     public let delegateQueue: DispatchQueue
@@ -72,6 +74,7 @@ public final class SessionManager: Sendable {
         let label = "transfer.session.\(ObjectIdentifier(Self.self).hashValue)"
         delegateQueue = DispatchQueue(label: label + ".delegate")
         cookieStore = configuration.cookieStore.map { $0.isPlaceholder ? CookieStore() : $0 }
+        responseCache = configuration.responseCache
         engine = try Engine(configuration: configuration, delegateQueue: delegateQueue, cookieStore: cookieStore)
         mailbox = engine.mailbox
         observation = SessionObservation(configuration.observation)
@@ -83,6 +86,8 @@ public final class SessionManager: Sendable {
         // reset() empties the cookie store, as URLSession.reset empties its
         // storage (a store shared by sessions is emptied for all of them).
         if let cookieStore { addResetAction { cookieStore.resetCookies() } }
+        // ... and its response cache, as URLSession.reset empties its URLCache.
+        if let responseCache { addResetAction { responseCache.removeAllCachedResponses() } }
     }
 
     private let queueKey = DispatchSpecificKey<Bool>()

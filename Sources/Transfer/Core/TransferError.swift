@@ -74,6 +74,10 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let requestAdaptationFailed = Code("requestAdaptationFailed")
         /// A ``RequestRetrier`` answered `.doNotRetryWithError` (``underlyingError`` has its error).
         public static let requestRetryFailed = Code("requestRetryFailed")
+        /// The request's ``Request/CachePolicy`` forbade loading
+        /// (`.returnCacheDataDontLoad`) and the response cache had no usable
+        /// response (URLError's `resourceUnavailable`).
+        public static let resourceUnavailable = Code("resourceUnavailable")
         /// A bug in Transfer: please report it.
         public static let internalError = Code("internalError")
     }

@@ -208,8 +208,13 @@ public struct SessionHooks: Sendable {
     public var dataTaskDidBecomeDownloadTask: (@Sendable (SessionManager, DataTask, DownloadTask) -> Void)?
     /// When set, body chunks cross into Swift as they arrive; otherwise none does.
     public var dataTaskDidReceiveData: (@Sendable (SessionManager, DataTask, Data) -> Void)?
-    /// Return the response to cache, or nil not to (Transfer has no cache of its
-    /// own: the hook lets a caller keep one).
+    /// Decides what the session's ``ResponseCache`` stores for a response it
+    /// would store (`setDataTaskWillCacheResponseBlock:`): return the data to
+    /// store (the body as received, or other bytes, served from then on), or
+    /// nil to store nothing. Runs on ``SessionManager/delegateQueue``, before
+    /// the task's completion; never called without a cache, for a response
+    /// the cache rules refuse (no-store, a POST, a discarded body), or for a
+    /// 304 that refreshes an entry.
     public var dataTaskWillCacheResponse: (@Sendable (SessionManager, DataTask, HTTPResponse, Data) -> Data?)?
 
     // Download task

@@ -13,7 +13,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     let completionHandler: CompletionHandler?
     private let chunks = Protected<Data?>(nil)
-    private let streaming: Bool
+    let streaming: Bool
     /// Count the body, store nothing (benchmarks, `transfer --discard`).
     let discardsBody: Bool
 
@@ -134,11 +134,20 @@ public class DataTask: TransferTask, @unchecked Sendable {
         complete(error: result, outcome: nil)
     }
 
+    /// With a response cache, each hop's request is planned first
+    /// (DataTask+Cache.swift): served from the cache, sent as a conditional
+    /// request, or sent as it is. Without one, nothing changes.
+    override func submit(_ request: Request) {
+        guard let cache = session.responseCache else { return super.submit(request) }
+        submitConsultingCache(cache, request: request) { super.submit($0) }
+    }
+
     override func complete(with outcome: Outcome) {
         let error = outcome.error(url: originalRequest.url)
-        let body = streaming ? chunks.withLock { $0 } : outcome.body
-        if error == nil, let body, let response, let hook = session.hooks.dataTaskWillCacheResponse {
-            _ = hook(session, self, response, body)
+        var body = streaming ? chunks.withLock { $0 } : outcome.body
+        var outcome = outcome
+        if error == nil, let cache = session.responseCache {
+            body = settleWithCache(cache, body: body, outcome: &outcome)
         }
         resultData = body
         complete(error: error, outcome: outcome)

@@ -45,6 +45,21 @@ public struct TaskMetrics: Sendable, Hashable, Codable {
     /// Attempts the task made, this one included (more than 1 after retries;
     /// see ``TransferTask/attemptMetrics`` for each one's metrics).
     public var attempts: Int = 1
+    /// How the response was obtained (URLSessionTaskTransactionMetrics'
+    /// `resourceFetchType`): from the network, from the session's
+    /// ``ResponseCache`` without a request, or from the cache after the
+    /// server answered a revalidation with 304.
+    public var resourceFetchType: ResourceFetchType = .networkLoad
+
+    /// Where a task's response came from (see ``TaskMetrics/resourceFetchType``).
+    public enum ResourceFetchType: String, Sendable, Hashable, Codable {
+        /// Sent to the server, answered in full.
+        case networkLoad
+        /// Served by the response cache; nothing was sent (phases stay unknown, -1).
+        case localCache
+        /// The cached body, after the server confirmed it with 304 Not Modified.
+        case revalidated
+    }
 
     /// Metrics of a task that has not run: every phase unknown (-1).
     public init() {

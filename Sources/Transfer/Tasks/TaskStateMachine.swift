@@ -235,6 +235,23 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         return .finishLocally(error)
     }
 
+    enum ServedLocallyAction: Equatable {
+        case none
+        /// Complete with the cached response.
+        case serve
+        /// Cancelled while the cache was asked: complete as cancelled.
+        case cancelled
+    }
+
+    /// The response cache answered the request being submitted: the task
+    /// finishes without the engine.
+    mutating func servedLocally() -> ServedLocallyAction {
+        guard case .submitting(let intent) = state else { return .none }
+        state = .finishing(intent.visible)
+        if case .cancel = intent { return .cancelled }
+        return .serve
+    }
+
     /// The task cannot start at all (its session is invalidated).
     mutating func failBeforeStart(_ error: TransferError) -> LocalFinishAction {
         guard case .initialized = state else { return .none }

@@ -61,6 +61,8 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         var refusedCredentials: [Credential] = []
         var lastDelivered: (upload: TransferProgress, download: TransferProgress)?
         var lastSent: Int64 = 0
+        /// The cached entry the hop in the engine revalidates (DataTask+Cache).
+        var cacheRevalidating: CachedResponse?
     }
 
     struct ProgressObserver {
@@ -285,7 +287,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     /// The engine accepted the transfer under `engineID` (each hop).
     func didSubmit(engineID: UInt64) {}
 
-    private func submitFailed(_ error: TransferError) {
+    func submitFailed(_ error: TransferError) {
         if case .finishLocally(let error) = core.withLock({ $0.life.submitFailed(error) }) {
             finishLocally(error)
         }

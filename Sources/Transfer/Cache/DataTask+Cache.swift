@@ -1,0 +1,105 @@
+import CTransfer
+import Foundation
+
+// How a data task uses the session's ResponseCache. Only reached when a
+// cache is configured (DataTask.submit / complete(with:) check first).
+
+extension DataTask {
+    /// The hop's request, as the cache plan says: served from the cache
+    /// (nothing reaches the engine), failed (`.returnCacheDataDontLoad` with
+    /// nothing usable), sent in its conditional form, or sent as it is.
+    func submitConsultingCache(_ cache: ResponseCache, request: Request, send: (Request) -> Void) {
+        let headers = session.configuration.httpAdditionalHeaders.merging(request.headers)
+        switch cache.plan(for: request, headers: headers) {
+        case .bypass, .load:
+            core.withLock { $0.cacheRevalidating = nil }
+            send(request)
+        case .revalidate(let entry, let conditional):
+            core.withLock { $0.cacheRevalidating = entry }
+            send(conditional)
+        case .fail(let error):
+            submitFailed(error)
+        case .serve(let entry):
+            serveFromCache(entry)
+        }
+    }
+
+    /// Completes with `entry` on the delegate queue, as a network response
+    /// would (a data-chunk hook gets the body as one chunk first).
+    private func serveFromCache(_ entry: CachedResponse) {
+        switch core.withLock({ $0.life.servedLocally() }) {
+        case .none:
+            return
+        case .cancelled:
+            finishLocally(TransferError(.cancelled, "cancelled", url: originalRequest.url))
+        case .serve:
+            core.withLock { $0.response = entry.response }
+            var metrics = TaskMetrics()
+            metrics.resourceFetchType = .localCache
+            metrics.httpVersion = entry.response.httpVersion
+            metrics.bodyBytesReceived = Int64(entry.data.count)
+            let outcome = Outcome(cachedWith: metrics, body: entry.data)
+            session.delegateQueue.async { [self] in
+                if streaming {
+                    let (hooks, delegate) = session.observers
+                    hooks.dataTaskDidReceiveData?(session, self, entry.data)
+                    if delegate?.wantsDataChunks == true { delegate?.session(session, dataTask: self, didReceive: entry.data) }
+                }
+                resultData = entry.data
+                complete(error: nil, outcome: outcome)
+            }
+        }
+    }
+
+    /// On the delegate queue, after a successful transfer: a 304 to a
+    /// revalidation becomes the refreshed entry (status and body from the
+    /// cache); a storable response goes through the will-cache hook into the
+    /// cache; an unsafe method's success makes its URL's entry go. Returns
+    /// the body the task completes with.
+    func settleWithCache(_ cache: ResponseCache, body: Data?, outcome: inout Outcome) -> Data? {
+        let revalidating = core.withLock { core -> CachedResponse? in
+            defer { core.cacheRevalidating = nil }
+            return core.cacheRevalidating
+        }
+        guard let response else { return body }
+        let request = currentRequest ?? originalRequest
+        let responseKey = ResponseCache.key(for: Request(url: response.url))
+        if let entry = revalidating, response.statusCode == 304,
+            let key = responseKey, key == ResponseCache.key(for: Request(url: entry.response.url))
+        {
+            let refreshed = ResponseCache.refreshed(entry, with: response)
+            cache.store(refreshed, forKey: key)
+            core.withLock { $0.response = refreshed.response }
+            outcome.metrics.resourceFetchType = .revalidated
+            return refreshed.data
+        }
+        if ResponseCache.invalidates(request.method, status: response.statusCode) {
+            cache.removeCachedResponse(for: request)
+            return body
+        }
+        let headers = session.configuration.httpAdditionalHeaders.merging(request.headers)
+        // A body that was not accumulated (discarded) is not a response to keep.
+        guard !discardsBody, let key = responseKey, request.method == .get,
+            ResponseCache.isStorable(response, request: request, headers: headers)
+        else { return body }
+        let received = body ?? Data()
+        var stored: Data? = received
+        if let hook = session.hooks.dataTaskWillCacheResponse {
+            stored = hook(session, self, response, received)
+        }
+        if let stored {
+            let varyValues = CachedResponse.varyValues(of: headers, for: response)
+            cache.store(CachedResponse(response: response, data: stored, varyValues: varyValues), forKey: key)
+        }
+        return body
+    }
+}
+
+extension Outcome {
+    /// The outcome of a task the response cache answered: success, no engine detail.
+    init(cachedWith metrics: TaskMetrics, body: Data) {
+        self.init(code: CT_OK, curlCode: 0, systemErrno: 0, tlsReason: 0, verifyError: 0, httpStatus: 0,
+                  bytesOnDisk: 0, resumeOffset: 0, effectiveURL: nil, redirectURL: nil, etag: nil, lastModified: nil,
+                  filePath: nil, body: body, metrics: metrics, message: "")
+    }
+}
