@@ -101,7 +101,9 @@ done
 curl -fsS -o /dev/null "http://127.0.0.1:$port/file.bin" || { echo "consumer-check: the server never answered" >&2; exit 1; }
 
 echo "consumer-check: building $work/hello against $url ($(echo "$tags" | sort -V | tail -n 1))"
-if ! (cd "$work/hello" && swift build > "$work/build.log" 2>&1); then
+# SwiftPM leaves lock files in TMPDIR named after the package's path: keep them in $work.
+mkdir "$work/tmp"
+if ! (cd "$work/hello" && TMPDIR="$work/tmp" swift build > "$work/build.log" 2>&1); then
     tail -n 60 "$work/build.log" >&2
     echo "consumer-check: the consumer package does not build" >&2
     exit 1
