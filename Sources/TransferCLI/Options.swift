@@ -5,14 +5,16 @@ import ArgumentParser
 struct Options: ParsableArguments {
     // MARK: Output
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write the body to PATH (via PATH.part).")
+    @Option(name: [.customShort("o"), .customLong("output")],
+            help: ArgumentHelp("Write the body to PATH (via PATH.part).", valueName: "PATH"))
     var output: String?
 
     @Flag(name: [.customShort("O"), .customLong("remote-name")],
           help: "Name the file from Content-Disposition or the URL path.")
     var remoteName = false
 
-    @Option(name: .customLong("output-dir"), help: "Where -O and multi-URL downloads go.")
+    @Option(name: .customLong("output-dir"),
+            help: ArgumentHelp("Where -O and multi-URL downloads go.", valueName: "DIR"))
     var outputDir: String?
 
     @Flag(name: .customLong("clobber"), help: "Let -O and --output-dir replace an existing file.")
@@ -23,13 +25,15 @@ struct Options: ParsableArguments {
 
     // MARK: Many transfers
 
-    @Option(name: .customLong("url-file"), help: "One URL per line (blank lines and # comments skipped).")
+    @Option(name: .customLong("url-file"),
+            help: ArgumentHelp("One URL per line (blank lines and # comments skipped).", valueName: "FILE"))
     var urlFile: String?
 
-    @Option(name: .customLong("parallel"), help: "At most N transfers at once.")
+    @Option(name: .customLong("parallel"), help: ArgumentHelp("At most N transfers at once.", valueName: "N"))
     var parallel: Int = 8
 
-    @Option(name: .customLong("segments"), help: "Download one file over N connections (Range requests).")
+    @Option(name: .customLong("segments"),
+            help: ArgumentHelp("Download one file over N connections (Range requests).", valueName: "N"))
     var segments: Int = 1
 
     // MARK: Resume and integrity
@@ -37,34 +41,42 @@ struct Options: ParsableArguments {
     @Flag(name: .customLong("resume"), help: "Keep the partial file when interrupted; continue it next time.")
     var resume = false
 
-    @Option(name: .customLong("sha256"), help: "Expected SHA-256 of the body (hex).")
+    @Option(name: .customLong("sha256"), help: ArgumentHelp("Expected SHA-256 of the body (hex).", valueName: "HEX"))
     var sha256: String?
 
     // MARK: Request
 
-    @Option(name: [.customShort("H"), .customLong("header")], help: "\"Name: value\" (repeatable).")
+    @Option(name: [.customShort("H"), .customLong("header")],
+            help: ArgumentHelp("\"Name: value\" (repeatable).", valueName: "NAME: VALUE"))
     var headers: [String] = []
 
-    @Option(name: [.customShort("X"), .customLong("request")], help: "Override the method.")
+    @Option(name: [.customShort("X"), .customLong("request")],
+            help: ArgumentHelp("Override the method.", valueName: "METHOD"))
     var method: String?
 
-    @Option(name: .customLong("data"), help: "Body: STRING or @FILE (form-encoded or raw).")
+    @Option(name: .customLong("data"),
+            help: ArgumentHelp("Body: STRING or @FILE (form-encoded or raw).", valueName: "STRING|@FILE"))
     var data: String?
 
-    @Option(name: .customLong("data-binary"), help: "Body sent as is: STRING, @FILE or @- (stdin, streamed).")
+    @Option(name: .customLong("data-binary"),
+            help: ArgumentHelp("Body sent as is: STRING, @FILE or @- (stdin, streamed).", valueName: "STRING|@FILE|@-"))
     var dataBinary: String?
 
-    @Option(name: .customLong("json"), help: "JSON body: STRING or @FILE.")
+    @Option(name: .customLong("json"), help: ArgumentHelp("JSON body: STRING or @FILE.", valueName: "STRING|@FILE"))
     var json: String?
 
-    @Option(name: [.customShort("F"), .customLong("form")], help: "Multipart part: name=value or name=@file[;type=mime].")
+    @Option(name: [.customShort("F"), .customLong("form")],
+            help: ArgumentHelp("Multipart part: name=value or name=@file[;type=mime].",
+                               valueName: "NAME=VALUE|NAME=@FILE"))
     var form: [String] = []
 
-    @Option(name: [.customShort("T"), .customLong("upload-file")], help: "Body streamed from FILE (- for stdin).")
+    @Option(name: [.customShort("T"), .customLong("upload-file")],
+            help: ArgumentHelp("Body streamed from FILE (- for stdin).", valueName: "FILE|-"))
     var uploadFile: String?
 
     @Option(name: [.customShort("u"), .customLong("user")],
-            help: "USER:PASSWORD: Basic sent up front, or Digest with --digest.")
+            help: ArgumentHelp("USER:PASSWORD: Basic sent up front, or Digest with --digest.",
+                               valueName: "USER:PASSWORD"))
     var user: String?
 
     @Flag(name: .customLong("digest"), help: "Answer the server's Digest challenge with --user (RFC 7616).")
@@ -73,44 +85,53 @@ struct Options: ParsableArguments {
     // MARK: Limits
 
     @Option(name: [.customShort("m"), .customLong("max-time"), .customLong("timeout")],
-            help: "Seconds the whole transfer may take.")
+            help: ArgumentHelp("Seconds the whole transfer may take.", valueName: "SECONDS"))
     var timeout: Double?
 
     @Option(name: [.customShort("Y"), .customLong("speed-limit")],
-            help: "Bytes per second below which --speed-time aborts (default 1 with --speed-time).")
+            help: ArgumentHelp("Bytes per second below which --speed-time aborts (default 1 with --speed-time).",
+                               valueName: "BYTES"))
     var speedLimit: Int64?
 
     @Option(name: [.customShort("y"), .customLong("speed-time")],
-            help: "Seconds below --speed-limit before aborting (default 30 with --speed-limit).")
+            help: ArgumentHelp("Seconds below --speed-limit before aborting (default 30 with --speed-limit).",
+                               valueName: "SECONDS"))
     var speedTime: Double?
 
-    @Option(name: .customLong("connect-timeout"), help: "Seconds to connect (TCP + TLS).")
+    @Option(name: .customLong("connect-timeout"),
+            help: ArgumentHelp("Seconds to connect (TCP + TLS).", valueName: "SECONDS"))
     var connectTimeout: Double?
 
-    @Option(name: .customLong("max-redirects"), help: "Redirects to follow at most.")
+    @Option(name: .customLong("max-redirects"), help: ArgumentHelp("Redirects to follow at most.", valueName: "N"))
     var maxRedirects: Int = 16
 
     @Flag(name: .customLong("no-follow"), help: "Do not follow redirects.")
     var noFollow = false
 
-    @Option(name: .customLong("limit-rate"), help: "Bytes per second per transfer (e.g. 2M).")
+    @Option(name: .customLong("limit-rate"),
+            help: ArgumentHelp("Bytes per second per transfer (e.g. 2M).", valueName: "RATE"))
     var limitRate: String?
 
-    @Option(name: .customLong("limit-rate-total"), help: "Bytes per second shared by all transfers.")
+    @Option(name: .customLong("limit-rate-total"),
+            help: ArgumentHelp("Bytes per second shared by all transfers.", valueName: "RATE"))
     var limitRateTotal: String?
 
     @Option(
         name: .customLong("max-filesize"),
-        help: "Largest body accepted, in bytes (e.g. 100M); larger fails with exit 11.")
+        help: ArgumentHelp("Largest body accepted, in bytes (e.g. 100M); larger fails with exit 11.",
+                           valueName: "BYTES"))
     var maxFilesize: String?
 
-    @Option(name: .customLong("retry"), help: "Retry transient failures up to N times (curl's --retry).")
+    @Option(name: .customLong("retry"),
+            help: ArgumentHelp("Retry transient failures up to N times (curl's --retry).", valueName: "N"))
     var retry: Int?
 
-    @Option(name: .customLong("retry-max-time"), help: "Start no retry after SECONDS since the first attempt.")
+    @Option(name: .customLong("retry-max-time"),
+            help: ArgumentHelp("Start no retry after SECONDS since the first attempt.", valueName: "SECONDS"))
     var retryMaxTime: Double?
 
-    @Option(name: .customLong("retry-delay"), help: "Wait SECONDS between retries (default: 1 s doubling).")
+    @Option(name: .customLong("retry-delay"),
+            help: ArgumentHelp("Wait SECONDS between retries (default: 1 s doubling).", valueName: "SECONDS"))
     var retryDelay: Double?
 
     @Flag(name: .customLong("http1.1"), help: "Prefer HTTP/1.1.")
@@ -122,43 +143,55 @@ struct Options: ParsableArguments {
     // MARK: Cookies (CookieOptions)
 
     @Option(name: [.customShort("b"), .customLong("cookie")],
-            help: "\"NAME=VALUE; N2=V2\" sent as is, or (no '=') a Netscape cookie FILE to start from.")
+            help: ArgumentHelp("\"NAME=VALUE; N2=V2\" sent as is, or (no '=') a Netscape cookie FILE to start from.",
+                               valueName: "DATA|FILE"))
     var cookie: String?
 
     @Option(name: [.customShort("c"), .customLong("cookie-jar")],
-            help: "Write every cookie of the run to FILE (Netscape format) at the end.")
+            help: ArgumentHelp("Write every cookie of the run to FILE (Netscape format) at the end.",
+                               valueName: "FILE"))
     var cookieJar: String?
 
     // MARK: Proxy (ProxyOptions)
 
     @Option(name: [.customShort("x"), .customLong("proxy")],
-            help: "[SCHEME://][USER:PASSWORD@]HOST[:PORT]; http (default), https, socks5, socks5h; \"\" for none.")
+            help: ArgumentHelp("Go through a proxy: http (default), https, socks5, socks5h; \"\" for none.",
+                               valueName: "[SCHEME://][USER:PASSWORD@]HOST[:PORT]"))
     var proxy: String?
 
-    @Option(name: [.customShort("U"), .customLong("proxy-user")], help: "USER:PASSWORD for the proxy (with -x).")
+    @Option(name: [.customShort("U"), .customLong("proxy-user")],
+            help: ArgumentHelp("USER:PASSWORD for the proxy (with -x).", valueName: "USER:PASSWORD"))
     var proxyUser: String?
 
-    @Option(name: .customLong("noproxy"), help: "Hosts that bypass the proxy, comma-separated; \"*\" for all.")
+    @Option(name: .customLong("noproxy"),
+            help: ArgumentHelp("Hosts that bypass the proxy, comma-separated; \"*\" for all.", valueName: "LIST"))
     var noProxy: String?
 
-    @Option(name: .customLong("proxy-cacert"), help: "Trust anchors (PEM) for an https proxy (with -x).")
+    @Option(name: .customLong("proxy-cacert"),
+            help: ArgumentHelp("Trust anchors (PEM) for an https proxy (with -x).", valueName: "FILE"))
     var proxyCACert: String?
 
     // MARK: Server trust
 
-    @Option(name: .customLong("resolve"), help: "HOST:PORT:ADDR[,ADDR] - connect there for HOST:PORT (repeatable).")
+    @Option(name: .customLong("resolve"),
+            help: ArgumentHelp("HOST:PORT:ADDR[,ADDR] - connect there for HOST:PORT (repeatable).",
+                               valueName: "HOST:PORT:ADDR"))
     var resolve: [String] = []
 
-    @Option(name: .customLong("cacert"), help: "Trust anchors (PEM) instead of the system store.")
+    @Option(name: .customLong("cacert"),
+            help: ArgumentHelp("Trust anchors (PEM) instead of the system store.", valueName: "FILE"))
     var cacert: String?
 
-    @Option(name: .customLong("pinning-mode"), help: "none, public-key or certificate.")
+    @Option(name: .customLong("pinning-mode"),
+            help: ArgumentHelp("none, public-key or certificate.", valueName: "MODE"))
     var pinningMode: String = "none"
 
-    @Option(name: .customLong("pin-cert"), help: "Pinned certificate, DER or PEM (repeatable).")
+    @Option(name: .customLong("pin-cert"),
+            help: ArgumentHelp("Pinned certificate, DER or PEM (repeatable).", valueName: "FILE"))
     var pinCerts: [String] = []
 
-    @Option(name: .customLong("pin-sha256"), help: "Pinned SPKI SHA-256, base64 (repeatable).")
+    @Option(name: .customLong("pin-sha256"),
+            help: ArgumentHelp("Pinned SPKI SHA-256, base64 (repeatable).", valueName: "BASE64"))
     var pinSHA256: [String] = []
 
     @Flag(name: .customLong("allow-invalid-certificates"), help: "Accept untrusted or expired chains.")
@@ -170,32 +203,35 @@ struct Options: ParsableArguments {
     @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Both of the two flags above.")
     var insecure = false
 
-    @Option(name: .customLong("cert"), help: "Client certificate (PEM).")
+    @Option(name: .customLong("cert"), help: ArgumentHelp("Client certificate (PEM).", valueName: "FILE"))
     var cert: String?
 
-    @Option(name: .customLong("key"), help: "Client key (PEM).")
+    @Option(name: .customLong("key"), help: ArgumentHelp("Client key (PEM).", valueName: "FILE"))
     var key: String?
 
     // MARK: Response
 
-    @Option(name: .customLong("serializer"), help: "data, json, xml, plist or text.")
+    @Option(name: .customLong("serializer"), help: ArgumentHelp("data, json, xml, plist or text.", valueName: "KIND"))
     var serializer: String?
 
-    @Option(name: .customLong("accept-status"), help: "Acceptable status codes, e.g. 200-299,304.")
+    @Option(name: .customLong("accept-status"),
+            help: ArgumentHelp("Acceptable status codes, e.g. 200-299,304.", valueName: "RANGES"))
     var acceptStatus: String = "200-299"
 
     @Flag(name: [.customShort("i"), .customLong("include")], help: "Print the status line and headers before the body.")
     var include = false
 
-    @Option(name: .customLong("print"), help: "body, headers, status or none.")
+    @Option(name: .customLong("print"), help: ArgumentHelp("body, headers, status or none.", valueName: "WHAT"))
     var printMode: String?
 
     // MARK: Display and data
 
-    @Option(name: .customLong("progress"), help: "auto, bar, percent, spinner or none.")
+    @Option(name: .customLong("progress"),
+            help: ArgumentHelp("auto, bar, percent, spinner or none.", valueName: "STYLE"))
     var progress: String = "auto"
 
-    @Option(name: .customLong("metrics"), help: "One JSON object per finished transfer, to FILE or - (stdout).")
+    @Option(name: .customLong("metrics"),
+            help: ArgumentHelp("One JSON object per finished transfer, to FILE or - (stdout).", valueName: "FILE|-"))
     var metrics: String?
 
     @Flag(name: [.customShort("v"), .customLong("verbose")], help: "Describe each transfer on stderr.")

@@ -243,7 +243,12 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
 
     /// The request the manager would send for `method` and `path`.
     ///
-    /// - Parameter headers: Set over the request serializer's headers.
+    /// - Parameters:
+    ///   - method: The HTTP method.
+    ///   - path: Resolved with ``url(for:)``: relative to ``baseURL``, or absolute.
+    ///   - parameters: Encoded by ``requestSerializer`` (query string or body).
+    ///   - headers: Set over the request serializer's headers.
+    /// - Returns: The request, not sent.
     /// - Throws: ``TransferError/Code/invalidRequest`` for a path that makes no
     ///   http(s) URL, parameters the serializer cannot encode, or an invalid
     ///   header (a CR or LF in a value, a bad name).
@@ -284,6 +289,10 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
     /// `dataTaskWithHTTPMethod:URLString:parameters:headers:uploadProgress:downloadProgress:success:failure:`).
     ///
     /// - Parameters:
+    ///   - method: The HTTP method.
+    ///   - path: Resolved with ``url(for:)``.
+    ///   - parameters: Encoded by ``requestSerializer``.
+    ///   - headers: Set over the request serializer's headers.
     ///   - uploadProgress: On the session's delegate queue, as the body goes out.
     ///   - downloadProgress: On the session's delegate queue, as the body comes in.
     ///   - success: On ``completionQueue`` with the serialized response.
@@ -367,7 +376,13 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
     /// Sends POST; `parameters` become the body (form-encoded, or JSON with a
     /// ``JSONRequestSerializer``).
     ///
-    /// - Parameter progress: Upload progress, on the session's delegate queue.
+    /// - Parameters:
+    ///   - path: Resolved with ``url(for:)``.
+    ///   - parameters: The body, encoded by ``requestSerializer``.
+    ///   - headers: Set over the request serializer's headers.
+    ///   - progress: Upload progress, on the session's delegate queue.
+    ///   - success: On ``completionQueue`` with the response serializer's value.
+    ///   - failure: On ``completionQueue``.
     /// - Returns: As ``GET(_:parameters:headers:progress:success:failure:)``.
     @discardableResult
     public func POST(
@@ -382,10 +397,15 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
     /// (files are read while sending, never loaded whole).
     ///
     /// - Parameters:
+    ///   - path: Resolved with ``url(for:)``.
     ///   - parameters: Form fields, before the parts `constructingBody` adds.
+    ///   - headers: Set over the request serializer's headers.
     ///   - constructingBody: Runs once, synchronously, before this returns;
     ///     whatever it throws is reported through `failure`.
     ///   - progress: Upload progress, on the session's delegate queue.
+    ///   - success: On ``completionQueue`` with the response serializer's value.
+    ///   - failure: On ``completionQueue``, with a nil task when the request
+    ///     could not be built.
     /// - Returns: The running upload task, or nil when the request could not be
     ///   built (`failure` is then called asynchronously with a nil task).
     @discardableResult

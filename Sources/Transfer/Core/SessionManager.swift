@@ -415,6 +415,9 @@ public final class SessionManager: Sendable {
     /// ``responseSerializer``, as AFNetworking's `dataTaskWithRequest:…completionHandler:`.
     ///
     /// - Parameters:
+    ///   - request: The request to send; a body makes it an upload task.
+    ///   - uploadProgress: Called on ``delegateQueue`` as the body goes out.
+    ///   - downloadProgress: Called on ``delegateQueue`` as the body comes in.
     ///   - serializedCompletionHandler: Called once on ``completionQueue`` with
     ///     the serialized value, or nil and the transfer's or serializer's error.
     /// - Returns: A suspended task: call ``TransferTask/resume()``.
@@ -528,6 +531,8 @@ public final class SessionManager: Sendable {
     /// A download task: the body goes to disk from the engine.
     ///
     /// - Parameters:
+    ///   - request: The request to send.
+    ///   - progress: Called on ``delegateQueue`` as the body comes in.
     ///   - destination: Called on ``delegateQueue`` when the download finished,
     ///     with the temporary file and the response; the file is moved there.
     ///   - completionHandler: Called once on ``completionQueue`` with the final

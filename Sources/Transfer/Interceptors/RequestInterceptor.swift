@@ -40,6 +40,7 @@ public protocol RequestRetrier: Sendable {
     ///
     /// - Parameters:
     ///   - request: The request of the failed attempt (as adapted).
+    ///   - session: The session that ran the attempt.
     ///   - error: Why it failed; for a status, ``TransferError/Code/unacceptableStatusCode``
     ///     with ``TransferError/httpStatus`` and ``TransferError/response`` set.
     ///   - response: The response of the failed attempt, if one came.

@@ -18,7 +18,13 @@ extension HTTPRequestSerializer {
     /// Content-Length and a ``Request/Body/stream(_:length:)`` body; `headers`
     /// are set last, over everything else.
     ///
-    /// - Parameter constructingBody: Runs once, synchronously, before this returns.
+    /// - Parameters:
+    ///   - method: Any method but GET and HEAD.
+    ///   - urlString: An absolute http(s) URL.
+    ///   - parameters: Form fields, before the parts; an object or nil.
+    ///   - headers: Set last, over everything else.
+    ///   - constructingBody: Runs once, synchronously, before this returns.
+    /// - Returns: The request, with its streamed body; not sent.
     /// - Throws: ``TransferError/Code/invalidRequest`` for GET or HEAD (they
     ///   have no body), a bad URL, parameters that are not an object, or an
     ///   invalid header; whatever `constructingBody` throws (other errors are
