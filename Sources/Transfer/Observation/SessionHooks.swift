@@ -206,7 +206,14 @@ public struct SessionHooks: Sendable {
         (@Sendable (SessionManager, DataTask, HTTPResponse) -> ResponseDisposition)?
     /// A data task continued as a download task (`setDataTaskDidBecomeDownloadTaskBlock:`).
     public var dataTaskDidBecomeDownloadTask: (@Sendable (SessionManager, DataTask, DownloadTask) -> Void)?
-    /// When set, body chunks cross into Swift as they arrive; otherwise none does.
+    /// When set, body chunks cross into Swift as they arrive; otherwise none does
+    /// (`setDataTaskDidReceiveDataBlock:`). Runs on the delegate queue, in order; throws nothing.
+    ///
+    /// The chunks are the only copy of the body: the task's completion handler gets empty
+    /// `Data()` and the will-cache hook is not called, unless
+    /// ``SessionConfiguration/accumulatesStreamedBody`` is set. Chunks are not held back for a
+    /// slow hook; for backpressure use ``SessionManager/stream(for:bufferSize:)``, whose tasks
+    /// do not call this hook.
     public var dataTaskDidReceiveData: (@Sendable (SessionManager, DataTask, Data) -> Void)?
     /// Return the response to cache, or nil not to (Transfer has no cache of its
     /// own: the hook lets a caller keep one).

@@ -4,32 +4,55 @@ import Synchronization
 
 /// A task whose response body is collected in memory (in C, handed to Swift
 /// once at completion), or streamed in chunks when the session's
-/// `dataTaskDidReceiveData` hook is set.
+/// `dataTaskDidReceiveData` hook (or a delegate with
+/// ``SessionDelegate/wantsDataChunks``) is set, or when it feeds a
+/// ``ResponseBodyStream`` (``SessionManager/stream(for:bufferSize:)``).
+///
+/// A streamed body is not also kept: the completion handler then gets empty
+/// `Data()`, unless ``SessionConfiguration/accumulatesStreamedBody`` is set.
 public class DataTask: TransferTask, @unchecked Sendable {
     // @unchecked Sendable: as TransferTask; `chunks` is guarded by its Protected lock.
     /// Called once with the response, the body and nil, or with the error;
     /// runs on the session's ``SessionManager/completionQueue``.
+    ///
+    /// When the body was streamed to a hook or delegate the body is empty
+    /// `Data()` (see ``SessionConfiguration/accumulatesStreamedBody``).
     public typealias CompletionHandler = @Sendable (HTTPResponse?, Data?, TransferError?) -> Void
 
     let completionHandler: CompletionHandler?
     private let chunks = Protected<Data?>(nil)
+    /// Chunks go to a hook, a delegate or a body stream (`CT_SINK_STREAM`).
     private let streaming: Bool
+    /// Streamed chunks are also kept for the completion (opt-in, bounded).
+    private let accumulates: Bool
+    /// The consumer of ``SessionManager/stream(for:bufferSize:)``; nil for other tasks.
+    let bodyBuffer: ResponseBodyBuffer?
     /// Count the body, store nothing (benchmarks, `transfer --discard`).
     let discardsBody: Bool
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
-         discardsBody: Bool = false, completionHandler: CompletionHandler?)
+         discardsBody: Bool = false, bodyBuffer: ResponseBodyBuffer? = nil,
+         completionHandler: CompletionHandler?)
     {
         self.completionHandler = completionHandler
         self.discardsBody = discardsBody
+        self.bodyBuffer = bodyBuffer
         let observers = session.observers
-        self.streaming = observers.hooks.dataTaskDidReceiveData != nil || observers.delegate?.wantsDataChunks == true
+        if bodyBuffer != nil {
+            // The stream is the only consumer: hooks get no chunks, nothing is kept.
+            self.streaming = true
+            self.accumulates = false
+        } else {
+            self.streaming = observers.hooks.dataTaskDidReceiveData != nil || observers.delegate?.wantsDataChunks == true
+            self.accumulates = streaming && session.configuration.accumulatesStreamedBody
+        }
         super.init(session: session, identifier: identifier, request: request, delegate: delegate)
     }
 
     override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
         spec.sink_kind = discardsBody ? CT_SINK_DISCARD : streaming ? CT_SINK_STREAM : CT_SINK_MEMORY
-        if spec.sink_kind == CT_SINK_MEMORY {
+        // What is kept in memory is bounded; a body only streamed through is not.
+        if spec.sink_kind == CT_SINK_MEMORY || accumulates {
             spec.max_body_size = max(0, session.configuration.maximumResponseBodySize)
         }
     }
@@ -43,18 +66,32 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     override func makeEvents() -> TransferEvents {
         var events = super.makeEvents()
-        if streaming {
+        if let buffer = bodyBuffer {
+            // Loop thread: the head (recorded by engineDidReceiveResponse first)
+            // and each chunk go straight to the stream's buffer; a full buffer
+            // holds the transfer in the engine.
+            let onResponse = events.onResponse
+            events.onResponse = { [self] head in
+                onResponse?(head)
+                if let response { buffer.didReceive(response) }
+            }
+            events.onData = { data in buffer.append(data) }
+        } else if streaming {
+            let accumulates = accumulates
             events.onData = { [self] data in
-                // Append in place: rebuilding the body per chunk copied it all each time.
-                chunks.withLock { body in
-                    if body == nil { body = Data() }
-                    body!.append(data)
+                if accumulates {
+                    // Append in place: rebuilding the body per chunk copied it all each time.
+                    chunks.withLock { body in
+                        if body == nil { body = Data() }
+                        body!.append(data)
+                    }
                 }
                 session.mailbox.post { [self] in
                     let (hooks, delegate) = session.observers
                     hooks.dataTaskDidReceiveData?(session, self, data)
                     if delegate?.wantsDataChunks == true { delegate?.session(session, dataTask: self, didReceive: data) }
                 }
+                return false
             }
         }
         return events
@@ -136,12 +173,42 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     override func complete(with outcome: Outcome) {
         let error = outcome.error(url: originalRequest.url)
-        let body = streaming ? chunks.withLock { $0 } : outcome.body
-        if error == nil, let body, let response, let hook = session.hooks.dataTaskWillCacheResponse {
+        let body: Data?
+        if !streaming {
+            body = outcome.body
+        } else if accumulates {
+            body = chunks.withLock { $0 } ?? Data()
+        } else {
+            // Streamed through and not kept: nothing to cache either.
+            body = Data()
+        }
+        if error == nil, let body, !streaming || accumulates, let response,
+            let hook = session.hooks.dataTaskWillCacheResponse
+        {
             _ = hook(session, self, response, body)
         }
         resultData = body
         complete(error: error, outcome: outcome)
+    }
+
+    override func complete(error: TransferError?, outcome: Outcome?) {
+        // Every end (engine finish, local finish, cancel, become-download)
+        // passes here: the stream's consumer learns it after its last chunk.
+        bodyBuffer?.finish(error: error)
+        super.complete(error: error, outcome: outcome)
+    }
+
+    /// The head of a body stream is final once its consumer has it: no
+    /// Swift-side follow-up (manual redirect, challenge answer, retry) may
+    /// start another hop whose bytes would join the same stream.
+    override var allowsFollowUps: Bool { bodyBuffer == nil }
+
+    /// The stream's consumer drained its buffer below the low-water mark:
+    /// the engine may deliver again. A lost command fails the task instead
+    /// of leaving it held for ever.
+    func consumerDidDrain() {
+        guard let id = core.withLock({ $0.life.engineID }) else { return }
+        if session.engine.consumerReady(id) == CT_E_NO_MEMORY { cancel() }
     }
 
     override func discardHopResult() {
@@ -182,11 +249,11 @@ public final class UploadTask: DataTask, @unchecked Sendable {
     private let source = BodySource()
 
     init(session: SessionManager, identifier: Int, request: Request, body: Request.Body, delegate: TaskDelegate,
-         completionHandler: CompletionHandler?)
+         bodyBuffer: ResponseBodyBuffer? = nil, completionHandler: CompletionHandler?)
     {
         self.body = body
         super.init(session: session, identifier: identifier, request: request, delegate: delegate,
-                   completionHandler: completionHandler)
+                   bodyBuffer: bodyBuffer, completionHandler: completionHandler)
     }
 
 
