@@ -1,0 +1,262 @@
+import CTransfer
+import Foundation
+import Testing
+import TestSupport
+
+@testable import Transfer
+
+/// Issue 15 item 6 (a per-request AsyncSequence of body chunks with
+/// backpressure) and issue 14 item 2b (a body streamed to a hook is not also
+/// kept), over the in-process server on loopback.
+@Suite("Streaming response bodies")
+struct StreamingTests {
+    /// The big body: 64 MiB, 16 MiB under a sanitizer.
+    static let bigCount = underSanitizer ? 16 << 20 : 64 << 20
+
+    /// Reads `body` to its end into a running SHA-256; returns the digest and the byte count.
+    private static func digest(of body: ResponseBodyStream) async throws -> (String, Int) {
+        let hasher = SHA256Hasher()
+        var count = 0
+        for try await chunk in body {
+            hasher.update(chunk)
+            count += chunk.count
+        }
+        return (hasher.finalize(), count)
+    }
+
+    @Test("a 64 MiB body read chunk by chunk arrives byte for byte")
+    func bigBodyArrivesExactly() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+
+        let (response, body) = try await session.stream(for: Request(url: server.url("/bytes/\(Self.bigCount)?seed=31")))
+        let (digest, count) = try await Self.digest(of: body)
+
+        #expect(response.statusCode == 200)
+        #expect(count == Self.bigCount)
+        #expect(digest == TestServer.sha256(seed: 31, count: Self.bigCount))
+        #expect(body.task.state == .completed)
+        #expect(body.task.error == nil)
+        // Never more than the buffer and one read of libcurl waited for the reader.
+        #expect(body.owner.buffer.snapshot.received == Int64(Self.bigCount))
+    }
+
+    @Test("a consumer that holds pauses the transfer in the engine while another request of the session completes")
+    func slowConsumerPausesTheEngine() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+        let bufferSize = 256 << 10
+        // libcurl hands a stream sink at most 16 KiB per call; allow a few.
+        let slack = 64 << 10
+
+        let (_, body) = try await session.stream(for: Request(url: server.url("/bytes/\(Self.bigCount)?seed=32")),
+                                                 bufferSize: bufferSize)
+        var iterator = body.makeAsyncIterator()
+        let hasher = SHA256Hasher()
+        let first = try #require(try await iterator.next())
+        hasher.update(first)
+        // The consumer holds: it reads nothing until the engine has paused the transfer.
+        try await Wait.until("the engine to hold the stream", timeout: .seconds(30)) {
+            body.owner.buffer.snapshot.holding
+        }
+        let atHold = body.owner.buffer.snapshot
+        let receivedAtHold = body.task.countOfBytesReceived
+
+        // Meanwhile a plain GET on the same session completes.
+        let (plain, plainResponse) = try await session.data(for: Request(url: server.url("/bytes/300000?seed=33")))
+
+        let receivedAfter = body.task.countOfBytesReceived
+        let consumed = Int64(first.count)
+        #expect(plainResponse.statusCode == 200)
+        #expect(plain == TestServer.bytes(seed: 33, count: 300_000))
+        #expect(atHold.consumed == consumed)
+        #expect(receivedAtHold - consumed <= Int64(bufferSize + slack), "received \(receivedAtHold)")
+        #expect(receivedAfter - consumed <= Int64(bufferSize + slack), "received \(receivedAfter) while held")
+        #expect(receivedAfter < Int64(Self.bigCount))
+        #expect(body.task.state == .running)
+
+        // Reading on lets the transfer continue to the end, byte for byte.
+        var count = first.count
+        while let chunk = try await iterator.next() {
+            hasher.update(chunk)
+            count += chunk.count
+        }
+        #expect(count == Self.bigCount)
+        #expect(hasher.finalize() == TestServer.sha256(seed: 32, count: Self.bigCount))
+        #expect(body.owner.buffer.snapshot.holds >= 1)
+    }
+
+    @Test("breaking out of the loop cancels the transfer and closes its connection")
+    func breakingOutCancels() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+
+        let (_, body) = try await session.stream(for: Request(url: server.url("/bytes/\(Self.bigCount)?seed=34")),
+                                                 bufferSize: 64 << 10)
+        var seen = 0
+        for try await chunk in body {
+            seen += chunk.count
+            if seen >= 32 << 10 { break }
+        }
+        try await Wait.until("the task to complete", timeout: .seconds(30)) { body.task.state == .completed }
+        let closed = server.waitForOpenConnections(0, timeout: .seconds(30))
+
+        #expect(body.task.error?.code == .cancelled)
+        #expect(closed, "the server still has \(server.openConnections) open connections")
+        #expect(body.task.countOfBytesReceived < Int64(Self.bigCount))
+    }
+
+    @Test("cancelling the consuming Swift task cancels the transfer")
+    func cancellingTheSwiftTaskCancels() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+        // Half of the body, then the server waits at a gate the test never opens.
+        let (_, body) = try await session.stream(for: Request(url: server.url("/hold/200000?gate=never&after=1000")))
+
+        let reader = Task { () -> TransferError? in
+            do {
+                for try await _ in body {}
+                return nil
+            } catch let error as TransferError {
+                return error
+            } catch {
+                return nil
+            }
+        }
+        try await Wait.until("the first bytes", timeout: .seconds(30)) { body.owner.buffer.snapshot.consumed >= 1000 }
+        reader.cancel()
+        let error = await reader.value
+
+        #expect(error?.code == .cancelled)
+        try await Wait.until("the task to complete", timeout: .seconds(30)) { body.task.state == .completed }
+        #expect(body.task.error?.code == .cancelled)
+    }
+
+    @Test("a truncated body throws truncatedResponse after the bytes that came")
+    func truncatedBodyThrows() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+
+        let (response, body) = try await session.stream(for: Request(url: server.url("/truncate/100000?send=40000&seed=35")))
+        var received = Data()
+        var thrown: TransferError?
+        do {
+            for try await chunk in body { received.append(chunk) }
+        } catch {
+            thrown = error
+        }
+
+        #expect(response.statusCode == 200)
+        #expect(thrown?.code == .truncatedResponse)
+        #expect(received == TestServer.bytes(seed: 35, count: 40_000))
+    }
+
+    @Test("an error status delivers its head and body as data(for:) does")
+    func errorStatusIsDelivered() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+
+        let (response, body) = try await session.stream(for: Request(url: server.url("/status/404")))
+        var received = Data()
+        for try await chunk in body { received.append(chunk) }
+
+        #expect(response.statusCode == 404)
+        #expect(String(decoding: received, as: UTF8.self) == "status 404\n")
+    }
+
+    @Test("a failure before the head is thrown by stream(for:)")
+    func failureBeforeHeadThrows() async throws {
+        let port = try FreePort.reserve()   // bound then closed: nothing listens there
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+
+        var thrown: TransferError?
+        do {
+            _ = try await session.stream(for: Request(url: URL(string: "http://127.0.0.1:\(port)/")!))
+        } catch {
+            thrown = error
+        }
+
+        #expect(thrown?.code == .cannotConnect)
+    }
+
+    @Test("the chunk hook gets every chunk and the completion gets empty Data")
+    func hookStreamsWithoutKeeping() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+        let count = 3 << 20
+        let hasher = Locked(Data())
+        let cached = Locked(0)
+        var hooks = SessionHooks()
+        hooks.dataTaskDidReceiveData = { _, _, chunk in hasher.withLock { $0.append(chunk) } }
+        hooks.dataTaskWillCacheResponse = { _, _, _, body in
+            cached.withLock { $0 += 1 }
+            return body
+        }
+        session.hooks = hooks
+        let done = Completion<DataOutcome>()
+
+        let task = session.dataTask(with: Request(url: server.url("/bytes/\(count)?seed=36"))) { response, data, error in
+            done.fulfil(DataOutcome(status: response?.statusCode, data: data, error: error))
+        }
+        task.resume()
+        let outcome = try #require(await done.wait())
+
+        #expect(outcome.error == nil)
+        #expect(outcome.status == 200)
+        #expect(outcome.data == Data())
+        // The hook runs on the delegate queue before the completion.
+        #expect(hasher.withLock { $0 } == TestServer.bytes(seed: 36, count: count))
+        #expect(cached.withLock { $0 } == 0)
+    }
+
+    @Test("opt-in accumulation keeps the streamed body, bounded by maximumResponseBodySize")
+    func optInAccumulation() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession {
+            $0.accumulatesStreamedBody = true
+            $0.maximumResponseBodySize = 1 << 20
+        }
+        defer { session.invalidateAndCancel() }
+        let chunks = Locked(0)
+        var hooks = SessionHooks()
+        hooks.dataTaskDidReceiveData = { _, _, chunk in chunks.withLock { $0 += chunk.count } }
+        session.hooks = hooks
+
+        let (kept, response) = try await session.data(for: Request(url: server.url("/bytes/500000?seed=37")))
+        var thrown: TransferError?
+        do {
+            _ = try await session.data(for: Request(url: server.url("/chunked/3000000?chunk=65536")))
+        } catch {
+            thrown = error
+        }
+
+        #expect(response.statusCode == 200)
+        #expect(kept == TestServer.bytes(seed: 37, count: 500_000))
+        #expect(thrown?.code == .responseTooLarge)
+        #expect(chunks.withLock { $0 } >= 500_000)
+        #expect(chunks.withLock { $0 } <= 500_000 + (1 << 20))
+    }
+}
+
+/// What a data task's completion handler received.
+private struct DataOutcome: Sendable {
+    var status: Int?
+    var data: Data?
+    var error: TransferError?
+}
