@@ -19,9 +19,11 @@ extension SessionManager {
     /// half. Memory stays bounded by `bufferSize` plus one read of libcurl
     /// (16 KiB) whatever the body's size: the body is not kept anywhere else,
     /// and ``SessionConfiguration/maximumResponseBodySize`` does not apply.
-    /// Over HTTP/2 a paused stream still receives what its flow-control window
-    /// allowed (libcurl 7.88: up to 32 MiB), held by libcurl; the connection's
-    /// other streams go on.
+    /// The transfer goes over HTTP/1.1 on a connection of its own, even on a
+    /// session that prefers HTTP/2: a paused HTTP/2 stream still receives what
+    /// its flow-control window allows, and libcurl 7.88 kept 33 MB for one
+    /// held stream (other streams of the connection went on), whereas pausing
+    /// HTTP/1.1 stops reading the socket.
     ///
     /// As ``data(for:)``: HTTP error statuses are not errors (the head and its
     /// body are delivered); the session's hooks and delegate see the task

@@ -55,6 +55,8 @@ public class DataTask: TransferTask, @unchecked Sendable {
         if spec.sink_kind == CT_SINK_MEMORY || accumulates {
             spec.max_body_size = max(0, session.configuration.maximumResponseBodySize)
         }
+        // Its reader paces it: over HTTP/1.1, where a pause stops reading the socket.
+        if bodyBuffer != nil { spec.flags |= UInt32(CT_FLAG_CONSUMER_PACED) }
     }
 
     override func wantsDisposition() -> Bool {
