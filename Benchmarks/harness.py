@@ -871,10 +871,10 @@ def target_checks(summary):
     rows = summary.get("s1d-discard-1g-http")
     if rows is not None:
         base = median_of(rows, "transfer", "rss")
-        for client, what in (("transfer-hook", "chunk hook"), ("transfer-stream", "stream(for:)")):
+        for client, what in (("transfer-hook", "the chunk hook"), ("transfer-stream", "stream(for:)")):
             streamed = median_of(rows, client, "rss")
             growth = streamed - base if streamed is not None and base is not None else None
-            checks.append(("s1d-discard-1g-http", f"1 GiB through the {what}: peak RSS < 16 MiB over dropping it",
+            checks.append(("s1d-discard-1g-http", f"1 GiB through {what}: peak RSS < 16 MiB over dropping it",
                            f"{growth:+.1f} MiB" if growth is not None else "no numbers",
                            None if growth is None else growth < 16))
     ratio("s6-upload-256m", "curl", 1.0, "throughput")

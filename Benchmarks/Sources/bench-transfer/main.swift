@@ -91,7 +91,7 @@ await benchMain(client: "transfer") { options in
             }
             tally.record(status: response.statusCode, bytes: count, expected: options.expectBytes,
                          httpVersion: response.httpVersion)
-            note = "peak RSS \((peakResidentBytes() - rss) >> 20) MiB over the RSS before the transfer (sum \(sum & 0xff))"
+            note = "peak RSS \((peakResidentBytes() - rss) >> 20) MiB over the RSS before the transfer (byte sum \(sum))"
         } catch {
             tally.fail(error)
         }
