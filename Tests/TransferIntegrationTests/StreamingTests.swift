@@ -318,3 +318,59 @@ struct StreamingHTTP2Tests {
         #expect(heldByLibcurl <= 1 << 20, "libcurl held \(heldByLibcurl) bytes for the held stream")
     }
 }
+
+/// A chunk hook that falls behind holds its transfer back instead of queueing the body.
+@Suite("Streaming through a slow chunk hook", .serialized)
+struct StreamingSlowHookTests {
+    @Test("a hook that blocks pauses the transfer in the engine; releasing it lets the body arrive whole")
+    func blockedHookPausesTheEngine() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+        let other = try makeSession()
+        defer { other.invalidateAndCancel() }
+        let count = StreamingTests.bigCount
+        let gate = DispatchSemaphore(value: 0)
+        let entered = Locked(false)
+        let collected = Locked(Data())
+        let seen = Locked(0)
+        var hooks = SessionHooks()
+        hooks.dataTaskDidReceiveData = { _, _, chunk in
+            // The first chunk waits for the test (on the delegate queue): every later one queues.
+            if !entered.withLock({ $0 }) {
+                entered.withLock { $0 = true }
+                _ = gate.wait(timeout: .now() + .seconds(60))
+            }
+            collected.withLock { $0.append(chunk) }
+            seen.withLock { $0 += chunk.count }
+        }
+        session.hooks = hooks
+        let done = Completion<TransferError?>()
+        let kept = Locked<Data?>(nil)
+
+        let task = session.dataTask(with: Request(url: server.url("/bytes/\(count)?seed=38"))) { _, data, error in
+            kept.withLock { $0 = data }
+            done.fulfil(error)
+        }
+        task.resume()
+        try await Wait.until("the engine to hold the transfer for the hook", timeout: .seconds(30)) {
+            task.hookBacklog.withLock { $0.holding }
+        }
+        let atHold = task.countOfBytesReceived
+        // Another session's request completes meanwhile (this one's delegate queue is blocked).
+        let (plain, _) = try await other.data(for: Request(url: server.url("/bytes/200000?seed=39")))
+        let whileHeld = task.countOfBytesReceived
+        gate.signal()
+        let error = try #require(await done.wait(), "the task did not complete")
+
+        let limit = Int64(DataTask.hookBacklogLimit + (64 << 10))
+        #expect(plain == TestServer.bytes(seed: 39, count: 200_000))
+        #expect(atHold <= limit, "received \(atHold) with the hook blocked")
+        #expect(whileHeld <= limit, "received \(whileHeld) with the hook blocked")
+        #expect(error == nil)
+        #expect(kept.withLock { $0 } == Data())
+        #expect(seen.withLock { $0 } == count)
+        #expect(collected.withLock { $0 } == TestServer.bytes(seed: 38, count: count))
+    }
+}

@@ -211,9 +211,10 @@ public struct SessionHooks: Sendable {
     ///
     /// The chunks are the only copy of the body: the task's completion handler gets empty
     /// `Data()` and the will-cache hook is not called, unless
-    /// ``SessionConfiguration/accumulatesStreamedBody`` is set. Chunks are not held back for a
-    /// slow hook; for backpressure use ``SessionManager/stream(for:bufferSize:)``, whose tasks
-    /// do not call this hook.
+    /// ``SessionConfiguration/accumulatesStreamedBody`` is set. A slow hook holds the transfer
+    /// back: when 1 MiB of chunks waits for it, the engine pauses the transfer until half has
+    /// been delivered. ``SessionManager/stream(for:bufferSize:)`` gives one request's chunks
+    /// as an async sequence instead; its tasks do not call this hook.
     public var dataTaskDidReceiveData: (@Sendable (SessionManager, DataTask, Data) -> Void)?
     /// Return the response to cache, or nil not to (Transfer has no cache of its
     /// own: the hook lets a caller keep one).

@@ -27,6 +27,13 @@ public class DataTask: TransferTask, @unchecked Sendable {
     private let accumulates: Bool
     /// The consumer of ``SessionManager/stream(for:bufferSize:)``; nil for other tasks.
     let bodyBuffer: ResponseBodyBuffer?
+    /// Chunk bytes posted to the hook or delegate and not yet delivered, and whether
+    /// the engine was asked to hold the transfer for them (a slow hook pauses the
+    /// transfer instead of queueing the body in memory).
+    let hookBacklog = Protected<(bytes: Int, holding: Bool, holds: Int)>((0, false, 0))
+    /// The most chunk bytes that wait for the hook before the transfer pauses;
+    /// it continues at half.
+    static let hookBacklogLimit = SessionManager.defaultStreamBufferSize
     /// Count the body, store nothing (benchmarks, `transfer --discard`).
     let discardsBody: Bool
 
@@ -80,6 +87,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
             events.onData = { data in buffer.append(data) }
         } else if streaming {
             let accumulates = accumulates
+            let limit = Self.hookBacklogLimit
             events.onData = { [self] data in
                 if accumulates {
                     // Append in place: rebuilding the body per chunk copied it all each time.
@@ -88,12 +96,30 @@ public class DataTask: TransferTask, @unchecked Sendable {
                         body!.append(data)
                     }
                 }
+                // Held here (loop thread) when too much waits for the hook; the
+                // delivery that drains it lets the engine go on. The engine sets
+                // its reason before this callback's caller returns, and the
+                // wake-up is a command it runs after that: never lost.
+                let hold = hookBacklog.withLock { backlog -> Bool in
+                    backlog.bytes += data.count
+                    guard !backlog.holding, backlog.bytes >= limit else { return false }
+                    backlog.holding = true
+                    backlog.holds += 1
+                    return true
+                }
                 session.mailbox.post { [self] in
                     let (hooks, delegate) = session.observers
                     hooks.dataTaskDidReceiveData?(session, self, data)
                     if delegate?.wantsDataChunks == true { delegate?.session(session, dataTask: self, didReceive: data) }
+                    let drained = hookBacklog.withLock { backlog -> Bool in
+                        backlog.bytes -= data.count
+                        guard backlog.holding, backlog.bytes <= limit / 2 else { return false }
+                        backlog.holding = false
+                        return true
+                    }
+                    if drained { consumerDidDrain() }
                 }
-                return false
+                return hold
             }
         }
         return events
