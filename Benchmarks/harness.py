@@ -611,7 +611,7 @@ def scenarios(quick):
         Scenario("s1-download-1g-http", "1", "1 GiB file", "1 GiB download to a file, HTTP/1.1", "download", "http", "/1g.bin",
                  "MiB/s", everyone + ["socket"], expect_bytes=GIB),
         Scenario("s1d-discard-1g-http", "1d", "1 GiB dropped", "1 GiB dropped (read, not stored), HTTP/1.1", "download-discard", "http",
-                 "/1g.bin", "MiB/s", everyone + ["socket"], expect_bytes=GIB),
+                 "/1g.bin", "MiB/s", everyone + ["socket", "transfer-hook", "transfer-stream"], expect_bytes=GIB),
         Scenario("s2-download-1g-https", "2", "1 GiB HTTPS", "1 GiB download to a file, HTTPS HTTP/1.1", "download", "https",
                  "/1g.bin", "MiB/s", everyone, expect_bytes=GIB),
         Scenario("s3-get-1k-c64", "3", "1 KiB GETs", f"{many:,} GETs of 1 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
@@ -868,6 +868,17 @@ def target_checks(summary):
         ratio(key, "curl", 2.0, "batch req/s", client="transfer-batch")
         ratio(key, "ahc", 3.0, "batch req/s", client="transfer-batch")
         cpu_share_of_curl(key, "transfer-batch", 0.5, "batch")
+    # Issue 14 item 2b: streaming 1 GiB through the chunk hook grows RSS by < 16 MiB
+    # (over the same process dropping the body in C); the same for stream(for:).
+    rows = summary.get("s1d-discard-1g-http")
+    if rows is not None:
+        base = median_of(rows, "transfer", "rss")
+        for client, what in (("transfer-hook", "the chunk hook"), ("transfer-stream", "stream(for:)")):
+            streamed = median_of(rows, client, "rss")
+            growth = streamed - base if streamed is not None and base is not None else None
+            checks.append(("s1d-discard-1g-http", f"1 GiB through {what}: peak RSS < 16 MiB over dropping it",
+                           f"{growth:+.1f} MiB" if growth is not None else "no numbers",
+                           None if growth is None else growth < 16))
     ratio("s6-upload-256m", "curl", 1.0, "throughput")
     rss_under("s6-upload-256m", 32)
     ratio("s8-tls-connections", "curl", 3.0, "new connections/s")
@@ -1200,6 +1211,12 @@ def all_clients(args, bin_dir, unshare_wrap):
                     extra=["--observe", "logger"]),
         SwiftClient("transfer-monitor", "Transfer + 1 monitor", f"{bin_dir}/bench-transfer", is_transfer=True,
                     extra=["--observe", "monitor"]),
+        # Issue 14 item 2b / issue 15 item 6: the same 1 GiB through the chunk hook, and
+        # through stream(for:) with a reader that touches every byte (scenario 1d).
+        SwiftClient("transfer-hook", "Transfer chunk hook", f"{bin_dir}/bench-transfer", is_transfer=True,
+                    extra=["--stream", "hook"]),
+        SwiftClient("transfer-stream", "Transfer stream(for:)", f"{bin_dir}/bench-transfer", is_transfer=True,
+                    extra=["--stream", "slow"]),
         TransferCliClient(args.transfer_cli),
         CurlClient(),
         SwiftClient("urlsession", "URLSession", f"{bin_dir}/bench-urlsession", wrap=unshare_wrap),

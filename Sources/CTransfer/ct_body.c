@@ -81,6 +81,10 @@ size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp)
     /* Suspended before libcurl started the request (curl 7.88 resets its
      * pause bits then): curl keeps the chunk until the resume. */
     return CURL_WRITEFUNC_PAUSE;
+  if(t->paused & CT_PAUSE_CONSUMER)
+    /* The owner's buffer is full: curl keeps this chunk, stops reading
+     * the socket, and hands it again after ct_loop_consumer_ready(). */
+    return CURL_WRITEFUNC_PAUSE;
   if(t->status >= 300 && t->status < 400 && cti_transfer_redirect_followed(t))
     return len;            /* body of a redirect we follow */
   cti_rate_note_held(t, len);
@@ -91,8 +95,12 @@ size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp)
   cti_rate_consume(t, CTI_RECV, len);
   if(t->sink.kind == CT_SINK_STREAM) {
     struct ct_callbacks *cb = &t->loop->config.callbacks;
-    if(cb->on_data)
-      cb->on_data(t->ctx, data, len);
+    /* The chunk is taken either way; a full owner holds the next ones
+     * (the check above). The owner may queue ct_loop_consumer_ready()
+     * as soon as on_data returns, but commands run on this thread after
+     * this callback, so the reason is always set before it is cleared. */
+    if(cb->on_data && cb->on_data(t->ctx, data, len) == CT_DATA_PAUSE)
+      cti_transfer_pause(t, CT_PAUSE_CONSUMER, 1, "consumer full");
   }
   else {
     rc = cti_sink_write(&t->sink, data, len);

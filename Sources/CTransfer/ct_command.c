@@ -101,6 +101,16 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
      * or the upload could wait for an unrelated event. */
     loop->run_timeout_now = 1;
     break;
+  case CTI_CMD_CONSUMER_READY:
+    /* The owner's consumer drained its buffer (ct_loop.h). The reason
+     * was set on this thread by the write callback before the owner
+     * could see its buffer full, so this clear always comes after it. */
+    if(cti_transfer_in_multi(t) && (t->paused & CT_PAUSE_CONSUMER)) {
+      cti_transfer_pause(t, CT_PAUSE_CONSUMER, 0, "consumer ready");
+      /* As for BODY_READY: make libcurl run the unpaused transfer now. */
+      loop->run_timeout_now = 1;
+    }
+    break;
   case CTI_CMD_SPEED:
     /* Read by the rate buckets at the next chunk (ct_ratelimit.c). */
     t->spec.max_recv_speed = c->a;
@@ -324,6 +334,11 @@ ct_code ct_loop_resume(struct ct_loop *loop, uint64_t id)
 ct_code ct_loop_body_ready(struct ct_loop *loop, uint64_t id)
 {
   return simple_command(loop, CTI_CMD_BODY_READY, id, 0, 0, 0);
+}
+
+ct_code ct_loop_consumer_ready(struct ct_loop *loop, uint64_t id)
+{
+  return simple_command(loop, CTI_CMD_CONSUMER_READY, id, 0, 0, 0);
 }
 
 ct_code ct_loop_set_disposition(struct ct_loop *loop, uint64_t id,

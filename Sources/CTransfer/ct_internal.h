@@ -453,7 +453,8 @@ enum cti_command_kind {
   CTI_CMD_SPEED,
   CTI_CMD_TOTAL_SPEED,
   CTI_CMD_TRUST_POLICY,
-  CTI_CMD_BODY_READY
+  CTI_CMD_BODY_READY,
+  CTI_CMD_CONSUMER_READY
 };
 
 struct cti_command {

@@ -43,12 +43,13 @@ uint64_t ct_loop_illegal_transitions(const struct ct_loop *loop)
 
 static void pause_text(uint32_t paused, char *out, size_t cap)
 {
-  snprintf(out, cap, "%s%s%s%s%s%s", paused ? "" : "-",
+  snprintf(out, cap, "%s%s%s%s%s%s%s", paused ? "" : "-",
            (paused & CT_PAUSE_USER) ? "U" : "",
            (paused & CT_PAUSE_DISPOSITION) ? "D" : "",
            (paused & CT_PAUSE_RATE) ? "R" : "",
            (paused & CT_PAUSE_SOURCE) ? "S" : "",
-           (paused & CT_PAUSE_FILE) ? "F" : "");
+           (paused & CT_PAUSE_FILE) ? "F" : "",
+           (paused & CT_PAUSE_CONSUMER) ? "C" : "");
 }
 
 static void trace(struct cti_transfer *t, ct_phase from, uint32_t before,
@@ -64,8 +65,8 @@ static void trace(struct cti_transfer *t, ct_phase from, uint32_t before,
   ev.paused_after = t->paused;
   ev.why = why;
   if(loop->trace_phases) {
-    char a[8];
-    char b[8];
+    char a[12];
+    char b[12];
     pause_text(before, a, sizeof(a));
     pause_text(t->paused, b, sizeof(b));
     fprintf(stderr, "ct: transfer %llu: %s -> %s, paused %s -> %s (%s)\n",

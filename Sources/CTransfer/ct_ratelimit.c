@@ -73,7 +73,8 @@ static int64_t task_rate(struct cti_transfer *t, int dir)
 
 long cti_rate_http_version(struct cti_transfer *t, long wanted)
 {
-  if(t->spec.max_recv_speed <= 0 && t->spec.max_send_speed <= 0)
+  if(t->spec.max_recv_speed <= 0 && t->spec.max_send_speed <= 0 &&
+     !(t->flags & CT_FLAG_CONSUMER_PACED))
     return wanted;
   if(wanted == CURL_HTTP_VERSION_1_0)
     return wanted;
@@ -179,8 +180,10 @@ void cti_rate_note_held(struct cti_transfer *t, size_t len)
 {
   curl_off_t raw = 0;
   int64_t held;
-  if(task_rate(t, CTI_RECV) <= 0 && loop_rate(t->loop, CTI_RECV) <= 0)
-    return;           /* nothing pauses it: nothing to measure */
+  if(task_rate(t, CTI_RECV) <= 0 && loop_rate(t->loop, CTI_RECV) <= 0 &&
+     t->sink.kind != CT_SINK_STREAM)
+    return;           /* nothing pauses it: nothing to measure (a stream
+                         sink's consumer may: CT_PAUSE_CONSUMER) */
   /* Body bytes curl counted as received minus those passed on before this
    * chunk: what libcurl holds for us (this chunk included). Exact for an
    * identity-encoded body; a compressed one reads low. */

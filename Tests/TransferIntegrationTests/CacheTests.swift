@@ -305,11 +305,22 @@ struct CacheTests {
         #expect(result.data == Data("cached reqnocache".utf8))
     }
 
-    @Test("a data-chunk hook gets a cached body as one chunk")
+    @Test("a streamed body is cached only when kept; then a data-chunk hook gets a cached body as one chunk")
     func chunkHookSeesCachedBody() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
-        let session = try session(try ResponseCache())
+        var configuration = SessionConfiguration()
+        configuration.responseCache = try ResponseCache()
+        let notKept = try SessionManager(configuration: configuration)
+        defer { notKept.invalidateAndCancel() }
+        notKept.hooks.dataTaskDidReceiveData = { _, _, _ in }
+        let plain = url(server, "notkept", ["cc": "max-age=600"])
+        _ = try await notKept.data(for: Request(url: plain))
+        _ = try await notKept.data(for: Request(url: plain))
+        #expect(received(server, "notkept").count == 2)
+
+        configuration.accumulatesStreamedBody = true
+        let session = try SessionManager(configuration: configuration)
         defer { session.invalidateAndCancel() }
         let chunks = Protected<[Data]>([])
         session.hooks.dataTaskDidReceiveData = { _, _, data in chunks.withLock { $0.append(data) } }

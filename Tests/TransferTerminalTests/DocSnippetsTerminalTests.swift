@@ -7,7 +7,7 @@ import Foundation
 import Transfer
 import TransferTerminal
 
-private func cookbook12() async throws {
+private func cookbook13() async throws {
 
 let session = try SessionManager()
 let display = MultiProgressDisplay()     // draws on stderr; plain final lines when not a TTY

@@ -80,12 +80,22 @@ print(file.path, response.expectedContentLength)
 
 private func migrating7() async throws {
 let session = try SessionManager()
+let output = try FileHandle(forWritingTo: URL(fileURLWithPath: "/srv/feed.bin"))
+let (response, body) = try await session.stream(for: try Request("https://example.com/feed"))
+print(response.statusCode)
+for try await chunk in body {   // Data chunks; a slow loop pauses the transfer
+    try output.write(contentsOf: chunk)
+}
+}
+
+private func migrating8() async throws {
+let session = try SessionManager()
 let request = try Request("https://example.com/upload", method: .put)
 let (reply, response) = try await session.upload(for: request, fromFile: URL(fileURLWithPath: "/srv/report.pdf"))
 print(response.statusCode, reply.count)
 }
 
-private func migrating8() async throws {
+private func migrating9() async throws {
 let api = try HTTPSessionManager(baseURL: URL(string: "https://example.com/"))
 let (value, response) = try await api.post("photos", parameters: ["album": 7]) { form in
     try form.append(fileURL: URL(fileURLWithPath: "/srv/photo.jpg"), name: "photo")
@@ -93,7 +103,7 @@ let (value, response) = try await api.post("photos", parameters: ["album": 7]) {
 print(response.statusCode, value ?? "no body")
 }
 
-private func migrating9() async throws {
+private func migrating10() async throws {
 let session = try SessionManager()
 let task = session.downloadTask(with: try Request("https://example.com/big.iso"),
                                 to: URL(fileURLWithPath: "/srv/big.iso"),
@@ -107,7 +117,7 @@ let task = session.downloadTask(with: try Request("https://example.com/big.iso")
 task.resume()
 }
 
-private func migrating10() async throws {
+private func migrating11() async throws {
 let session = try SessionManager()
 let task = session.downloadTask(with: try Request("https://example.com/big.iso"),
                                 to: URL(fileURLWithPath: "/srv/big.iso"))
@@ -119,7 +129,7 @@ let foundationProgress = session.downloadProgress(for: task)   // cancel() / pau
 print(foundationProgress.fractionCompleted)
 }
 
-private func migrating11() async throws {
+private func migrating12() async throws {
 let session = try SessionManager()
 let request = try Request("https://example.com/big.iso")
 
@@ -144,7 +154,7 @@ download.cancel(byProducingResumeData: { resumeData in
 })
 }
 
-private func migrating12() async throws {
+private func migrating13() async throws {
 var configuration = SessionConfiguration.default
 configuration.caFile = "/etc/myapp/ca.pem"          // instead of the system store
 let session = try SessionManager(configuration: configuration)
@@ -155,7 +165,7 @@ policy.pinnedPublicKeyHashes = ["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", 
 try session.setSecurityPolicy(policy)
 }
 
-private func migrating13() async throws {
+private func migrating14() async throws {
 let session = try SessionManager()
 do {
     let (data, _) = try await session.data(for: try Request("https://example.com/api"))
@@ -170,7 +180,7 @@ do {
 }
 }
 
-private func migrating14() async throws {
+private func migrating15() async throws {
 var configuration = SessionConfiguration.default
 configuration.connectTimeout = 10              // TCP + TLS
 configuration.timeoutIntervalForRequest = 30   // idle: no byte either way for 30 s (0: off)
@@ -302,15 +312,29 @@ task.resume()
 
 private func cookbook10() async throws {
 let session = try SessionManager()
-session.hooks.dataTaskDidReceiveData = { session, task, chunk in
-    print("task \(task.taskIdentifier): \(chunk.count) bytes")   // on session.delegateQueue
+let (response, body) = try await session.stream(for: try Request("https://example.com/export.ndjson"),
+                                                bufferSize: 4 << 20)
+print(response.statusCode)                        // error statuses are delivered, not thrown
+let output = try FileHandle(forWritingTo: URL(fileURLWithPath: "/srv/export.ndjson"))
+var lines = 0
+for try await chunk in body {                     // TransferError: .truncatedResponse, .timedOut, ...
+    lines += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+    try output.write(contentsOf: chunk)           // a slow disk: the transfer waits, nothing piles up
 }
-session.dataTask(with: try Request("https://example.com/events")) { _, _, error in
-    print("ended:", error?.code.name ?? "ok")
-}.resume()
+print(lines)
 }
 
 private func cookbook11() async throws {
+let session = try SessionManager()
+session.hooks.dataTaskDidReceiveData = { session, task, chunk in
+    print("task \(task.taskIdentifier): \(chunk.count) bytes")   // on session.delegateQueue
+}
+session.dataTask(with: try Request("https://example.com/events")) { _, data, error in
+    print("ended:", error?.code.name ?? "ok", data?.count ?? 0)   // 0: the chunks were the body
+}.resume()
+}
+
+private func cookbook12() async throws {
 let session = try SessionManager()
 session.hooks.taskDidFinishCollectingMetrics = { _, task, metrics in
     let line = (try? JSONEncoder().encode(metrics)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
@@ -321,7 +345,7 @@ let (bytes, response) = try await session.discard(for: try Request("https://benc
 print(bytes, response.httpVersion)
 }
 
-private func cookbook13() async throws {
+private func cookbook14() async throws {
 let session = try SessionManager()
 session.hooks.taskWillPerformHTTPRedirection = { _, task, response, proposed in
     proposed.url.host == "example.com" ? proposed : nil     // nil: the 3xx response is the result
@@ -331,7 +355,7 @@ session.hooks.taskDidComplete = { _, task, error in
 }
 }
 
-private func cookbook14() async throws {
+private func cookbook15() async throws {
 final class Observer: SessionDelegate {
     func session(_ session: SessionManager, task: TransferTask, didCompleteWithError error: TransferError?) {
         print("done:", task.originalRequest, error?.description ?? "ok")
@@ -341,7 +365,7 @@ let session = try SessionManager()
 session.delegate = Observer()          // held until the session is invalidated
 }
 
-private func cookbook15() async throws {
+private func cookbook16() async throws {
 let token = TransferNotifications.observe(.transferTaskDidComplete) { notification in
     let error = notification.userInfo?[TransferNotificationKey.error] as? TransferError
     print("completed:", error?.code.name ?? "ok")
@@ -349,14 +373,14 @@ let token = TransferNotifications.observe(.transferTaskDidComplete) { notificati
 token.cancel()
 }
 
-private func cookbook16() async throws {
+private func cookbook17() async throws {
 let monitor = ActivityMonitor()              // counts the tasks of NotificationCenter.default
 monitor.onChange = { active in print(active ? "network busy" : "network idle") }
 monitor.incrementActivityCount()            // count work of your own, too
 monitor.decrementActivityCount()
 }
 
-private func cookbook17() async throws {
+private func cookbook18() async throws {
 let reachability = NetworkReachability(domain: "example.com")
 reachability.setStatusChangeHandler { status in print(status.localizedDescription) }
 try reachability.startMonitoring()
@@ -364,7 +388,7 @@ print(reachability.currentStatus())
 reachability.stopMonitoring()
 }
 
-private func cookbook18() async throws {
+private func cookbook19() async throws {
 let session = try SessionManager()
 let requests = try (1...500).map { try Request("https://api.example.com/items/\($0)") }
 let results = await session.data(for: requests, maxConcurrentRequests: 64)
@@ -378,7 +402,7 @@ for await element in session.results(for: requests, options: BatchOptions(collec
 }
 }
 
-private func cookbook19() async throws {
+private func cookbook20() async throws {
 let api = try HTTPSessionManager(baseURL: URL(string: "https://api.example.com/v1/"))
 do {
     let (value, _) = try await api.get("users/7")
@@ -399,7 +423,7 @@ do {
 }
 }
 
-private func cookbook20() async throws {
+private func cookbook21() async throws {
 var configuration = SessionConfiguration.default
 configuration.interceptor = RetryPolicy(maximumAttempts: 4, initialDelay: .milliseconds(250))
 let session = try SessionManager(configuration: configuration)
@@ -413,7 +437,7 @@ task.resume()
 // once it completed: task.attemptCount, task.metrics?.attempts
 }
 
-private func cookbook21() async throws {
+private func cookbook22() async throws {
 var configuration = SessionConfiguration.default
 configuration.proxy = .through(ProxyConfiguration(
     .http, host: "proxy.internal", port: 3128,
@@ -425,7 +449,7 @@ configuration.proxy = .through(try ProxyConfiguration(url: "socks5h://127.0.0.1:
 configuration.proxy = .none
 }
 
-private func cookbook22() async throws {
+private func cookbook23() async throws {
 let folder = URL(fileURLWithPath: "/var/cache/crawler/http", isDirectory: true)
 var configuration = SessionConfiguration.default
 configuration.responseCache = try ResponseCache(memoryCapacity: 16 << 20, diskCapacity: 1 << 30,
@@ -671,6 +695,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 58)
+        #expect(count == 60)
     }
 }

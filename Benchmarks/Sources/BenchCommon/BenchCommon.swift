@@ -50,6 +50,10 @@ public struct Options: Sendable {
     /// events are `.debug`: logging configured but off), or one event monitor that counts
     /// every event. Measures what observation costs.
     public var observe: String?
+    /// `--stream none|hook|slow` (bench-transfer, `download-discard`): drop the body in C
+    /// (default), stream it through the `dataTaskDidReceiveData` hook, or read it through
+    /// `stream(for:)` with a reader that touches every byte.
+    public var stream = "none"
 
     public init(arguments: [String] = Array(CommandLine.arguments.dropFirst())) throws {
         var index = 0
@@ -87,6 +91,10 @@ public struct Options: Sendable {
             case "--expect-bytes": expectBytes = Int64(try integer(name))
             case "--segments": segments = max(1, try integer(name))
             case "--check": checkOnly = true
+            case "--stream":
+                let text = try value(name)
+                guard ["none", "hook", "slow"].contains(text) else { throw BenchError("unknown --stream \(text)") }
+                stream = text
             case "--api":
                 let text = try value(name)
                 guard text == "data" || text == "batch" else { throw BenchError("unknown --api \(text)") }

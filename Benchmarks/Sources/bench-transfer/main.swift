@@ -2,7 +2,8 @@
 // async API: data(for:) (or, with `--api batch`, the batch API results(for:)),
 // download(for:to:) (the body goes to disk in C),
 // discard(for:) (counted in C, not stored), upload(for:fromFile:),
-// segmentedDownload(with:to:segments:).
+// segmentedDownload(with:to:segments:); with `--stream hook|slow`, a body
+// dropped through the chunk hook or read through stream(for:).
 import BenchCommon
 import Foundation
 import Logging
@@ -48,6 +49,25 @@ func download(_ session: SessionManager, _ url: URL, to path: String, expected: 
                  httpVersion: response.httpVersion)
 }
 
+/// A byte count shared with the hook (which runs on the session's delegate queue).
+final class Counter: @unchecked Sendable {  // `count` behind `lock`
+    private let lock = NSLock()
+    private var count: Int64 = 0
+    func add(_ n: Int) { lock.withLock { count += Int64(n) } }
+    var value: Int64 { lock.withLock { count } }
+}
+
+/// VmRSS or VmHWM of this process in bytes (0 if /proc cannot tell).
+func statusBytes(_ field: String) -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
+    else { return 0 }
+    return (line.split(separator: " ").compactMap { Int($0) }.first ?? 0) * 1024
+}
+
+func residentBytes() -> Int { statusBytes("VmRSS") }
+func peakResidentBytes() -> Int { statusBytes("VmHWM") }
+
 await benchMain(client: "transfer") { options in
     if options.checkOnly { return 0 }
     let session = try makeSession(options)
@@ -65,6 +85,38 @@ await benchMain(client: "transfer") { options in
         do {
             try await download(session, try options.target, to: try options.requireOutput(),
                                expected: options.expectBytes, tally: tally)
+        } catch {
+            tally.fail(error)
+        }
+    case .downloadDiscard where options.stream == "hook":
+        // Issue 14 item 2b: the chunks go to the hook and are not also kept.
+        let seen = Counter()
+        var hooks = SessionHooks()
+        hooks.dataTaskDidReceiveData = { _, _, chunk in seen.add(chunk.count) }
+        session.hooks = hooks
+        let rss = residentBytes()
+        do {
+            let (data, response) = try await session.data(for: Request(url: try options.target))
+            tally.record(status: data.isEmpty ? response.statusCode : 0, bytes: seen.value, expected: options.expectBytes,
+                         httpVersion: response.httpVersion)
+        } catch {
+            tally.fail(error)
+        }
+        note = "peak RSS \((peakResidentBytes() - rss) >> 20) MiB over the RSS before the transfer"
+    case .downloadDiscard where options.stream == "slow":
+        // Issue 15 item 6: a reader that touches every byte; the engine waits for it.
+        let rss = residentBytes()
+        do {
+            let (response, body) = try await session.stream(for: Request(url: try options.target))
+            var count: Int64 = 0
+            var sum: UInt64 = 0
+            for try await chunk in body {
+                count += Int64(chunk.count)
+                for byte in chunk { sum &+= UInt64(byte) }
+            }
+            tally.record(status: response.statusCode, bytes: count, expected: options.expectBytes,
+                         httpVersion: response.httpVersion)
+            note = "peak RSS \((peakResidentBytes() - rss) >> 20) MiB over the RSS before the transfer (byte sum \(sum))"
         } catch {
             tally.fail(error)
         }

@@ -22,8 +22,9 @@ struct ct_counters {
   int64_t bytes_expected_to_send;      /* -1 unknown */
   int64_t bytes_received;              /* body bytes, incl. resume offset */
   int64_t bytes_expected_to_receive;   /* -1 unknown */
-  /* Rate-limited transfers only: the most body bytes libcurl had received
-   * but not yet handed to us (held while a limit paused the transfer). */
+  /* Rate-limited transfers and stream sinks only: the most body bytes
+   * libcurl had received but not yet handed to us (held while a limit or
+   * the stream's consumer paused the transfer). */
   int64_t peak_held;
   int64_t reserved[3];                 /* pads the block to 64 bytes */
 };

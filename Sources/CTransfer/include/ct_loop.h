@@ -66,6 +66,9 @@ typedef enum ct_phase {
 #define CT_PAUSE_FILE        (1u << 4)   /* the head's file work (journal,
                                             digest of a resumed prefix)
                                             runs on the worker */
+#define CT_PAUSE_CONSUMER    (1u << 5)   /* on_data asked to stop: the
+                                            owner's buffer is full, until
+                                            ct_loop_consumer_ready() */
 
 /* One change of phase or of pause reasons, for tracing. */
 struct ct_phase_event {
@@ -186,6 +189,16 @@ ct_code ct_loop_resume(struct ct_loop *_Nonnull loop, uint64_t id);
  * from any thread; ignored when the transfer is not waiting for its body
  * or has finished. */
 ct_code ct_loop_body_ready(struct ct_loop *_Nonnull loop, uint64_t id);
+
+/** A CT_SINK_STREAM transfer whose on_data returned CT_DATA_PAUSE may
+ * deliver chunks again: the owner's consumer drained its buffer. Clears
+ * CT_PAUSE_CONSUMER; libcurl resumes unless another reason (user, rate)
+ * still holds the transfer. Safe from any thread; ignored when the
+ * transfer is not held by its consumer or has finished. The reason is
+ * set on the loop thread in the callback that got CT_DATA_PAUSE, and
+ * this command runs on the loop thread after that callback returns, so
+ * a wake-up is never lost. */
+ct_code ct_loop_consumer_ready(struct ct_loop *_Nonnull loop, uint64_t id);
 
 typedef enum ct_disposition {
   CT_DISPOSITION_ALLOW = 0,

@@ -56,6 +56,13 @@ typedef enum ct_http_version {
 #define CT_FLAG_NO_PROGRESS       (1u << 10)  /* no on_progress and no send
                                               * counting: libcurl's
                                               * NOPROGRESS stays on */
+/* A CT_SINK_STREAM transfer whose on_data may answer CT_DATA_PAUSE. It
+ * goes over HTTP/1.1 on a connection of its own, as a rate-limited one
+ * does (ct_ratelimit.c): pausing an HTTP/2 stream does not stop its bytes
+ * (libcurl 7.88 keeps what the 32 MiB stream window let through, measured
+ * at 33 MB for one held stream), while pausing HTTP/1.1 stops reading
+ * the socket. A high bit, away from the flags others add. */
+#define CT_FLAG_CONSUMER_PACED    (1u << 20)
 
 /* HTTP authentication schemes libcurl may answer a 401 with, using
  * `user_password` (CURLOPT_HTTPAUTH). Basic alone is sent up front;

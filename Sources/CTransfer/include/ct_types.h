@@ -146,6 +146,9 @@ struct ct_progress {
  */
 /* on_read's answer when no bytes are buffered yet (see below). */
 #define CT_READ_PAUSE (-2)
+/* on_data's answers (see below). */
+#define CT_DATA_CONTINUE 0
+#define CT_DATA_PAUSE 1
 
 struct ct_callbacks {
   /* The final response head is complete (after redirects). Optional. */
@@ -155,9 +158,13 @@ struct ct_callbacks {
   void (*_Nullable on_progress)(void *_Nullable ctx,
                                 const struct ct_progress *_Nonnull progress);
   /* Body chunks, only for CT_SINK_STREAM. The bytes are valid only during
-   * the call. */
-  void (*_Nullable on_data)(void *_Nullable ctx, const void *_Nonnull bytes,
-                            size_t length);
+   * the call. Return CT_DATA_CONTINUE, or CT_DATA_PAUSE when the owner
+   * cannot take more for now: this chunk is taken, and the transfer holds
+   * every later one (CT_PAUSE_CONSUMER; libcurl keeps at most the one
+   * read it has, and stops reading the socket) until the owner calls
+   * ct_loop_consumer_ready(). */
+  int32_t (*_Nullable on_data)(void *_Nullable ctx,
+                               const void *_Nonnull bytes, size_t length);
   /* Exactly once per submitted transfer, last of all its callbacks. The
    * result (and the strings it points to) are valid only during the call;
    * `body` is moved to the callee. */

@@ -7,7 +7,9 @@ import Synchronization
 struct TransferEvents: Sendable {
     var onResponse: (@Sendable (ResponseHead) -> Void)?
     var onProgress: (@Sendable (ProgressSnapshot) -> Void)?
-    var onData: (@Sendable (Data) -> Void)?
+    /// A body chunk (`CT_SINK_STREAM` only). Returns true when the owner's buffer is full: the
+    /// engine then holds the transfer until ``Engine/consumerReady(_:)``.
+    var onData: (@Sendable (Data) -> Bool)?
     var onFinish: @Sendable (Outcome) -> Void
     /// Pull source for streamed bodies: fill the buffer, return the count, 0 at end, -1 on error,
     /// or `CT_READ_PAUSE` when nothing is buffered (then call ``Engine/bodyReady(_:)`` later).
@@ -188,6 +190,12 @@ final class Engine: Sendable {
     @discardableResult
     func bodyReady(_ id: UInt64) -> ct_code { ct_loop_body_ready(loop, id) }
 
+    /// A stream consumer drained its buffer after `onData` answered true: the
+    /// transfer may deliver again. CT_E_NO_MEMORY loses the wake-up: the
+    /// caller must fail the task.
+    @discardableResult
+    func consumerReady(_ id: UInt64) -> ct_code { ct_loop_consumer_ready(loop, id) }
+
     @discardableResult
     func pause(_ id: UInt64) -> ct_code { ct_loop_pause(loop, id) }
 
@@ -251,7 +259,8 @@ final class Engine: Sendable {
 class EngineTarget {
     func engineDidReceiveResponse(_ head: UnsafePointer<ct_response_head>) {}
     func engineDidProgress(_ progress: UnsafePointer<ct_progress>) {}
-    func engineDidReceiveData(_ bytes: UnsafeRawPointer, count: Int) {}
+    /// True: hold the transfer until ``Engine/consumerReady(_:)``.
+    func engineDidReceiveData(_ bytes: UnsafeRawPointer, count: Int) -> Bool { false }
     /// Last of all; `result` is valid during the call only (its body is ours).
     func engineDidFinish(_ result: UnsafePointer<ct_result>) {}
     func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int64 { -1 }
@@ -275,8 +284,8 @@ private final class EventBox: EngineTarget {
                                  elapsed: p.elapsed))
     }
 
-    override func engineDidReceiveData(_ bytes: UnsafeRawPointer, count: Int) {
-        events.onData?(Data(bytes: bytes, count: count))
+    override func engineDidReceiveData(_ bytes: UnsafeRawPointer, count: Int) -> Bool {
+        events.onData?(Data(bytes: bytes, count: count)) ?? false
     }
 
     override func engineDidFinish(_ result: UnsafePointer<ct_result>) {
@@ -307,8 +316,10 @@ extension Engine {
             Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineDidProgress(progress)
         }
         cb.on_data = { ctx, bytes, length in
-            guard let ctx else { return }
-            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineDidReceiveData(bytes, count: length)
+            guard let ctx else { return CT_DATA_CONTINUE }
+            let full = Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue()
+                .engineDidReceiveData(bytes, count: length)
+            return full ? CT_DATA_PAUSE : CT_DATA_CONTINUE
         }
         cb.on_finish = { ctx, result in
             guard let ctx else { return }

@@ -65,11 +65,24 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// Ask for gzip/deflate/br bodies and decode them transparently.
     public var acceptsCompressedResponses = true
     /// The most bytes a body received in memory (data tasks without a
-    /// data-chunk hook) may have, counted after decoding; a larger
-    /// `Content-Length` or body fails with ``TransferError/Code/responseTooLarge``
-    /// before the excess is stored. 0: no limit. Downloads to files use
-    /// ``DownloadOptions/maximumFileSize``.
+    /// data-chunk hook, or with one and ``accumulatesStreamedBody``) may
+    /// have, counted after decoding; a larger `Content-Length` or body fails
+    /// with ``TransferError/Code/responseTooLarge`` before the excess is
+    /// stored. 0: no limit. Bodies only streamed through a hook or a
+    /// ``ResponseBodyStream`` are not limited (they are not kept). Downloads
+    /// to files use ``DownloadOptions/maximumFileSize``.
     public var maximumResponseBodySize: Int64 = 64 * 1024 * 1024
+    /// Whether a body that the `dataTaskDidReceiveData` hook (or a delegate
+    /// with ``SessionDelegate/wantsDataChunks``) receives in chunks is also
+    /// kept for the task's completion handler (default false).
+    ///
+    /// False: the chunks are the only copy, memory stays flat however large
+    /// the body, the completion handler (and `data(for:)`) gets empty
+    /// `Data()`, and the will-cache hook is not called. True: the body is also
+    /// collected, as before, bounded by ``maximumResponseBodySize`` (over it
+    /// the task fails with ``TransferError/Code/responseTooLarge``).
+    /// ``SessionManager/stream(for:bufferSize:)`` never keeps the body.
+    public var accumulatesStreamedBody = false
     /// With compressed responses, the most decoded bytes per byte received
     /// once the body passed 1 MiB; more fails with
     /// ``TransferError/Code/responseTooLarge``. It applies to every task,

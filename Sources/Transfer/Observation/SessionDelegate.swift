@@ -7,7 +7,9 @@ import Foundation
 public protocol SessionDelegate: AnyObject, Sendable {
     /// Whether data tasks should deliver body chunks to
     /// `session(_:dataTask:didReceive:)` (default false: bodies stay in C
-    /// until completion).
+    /// until completion). When true the chunks are the only copy: the
+    /// completion gets empty `Data()` unless
+    /// ``SessionConfiguration/accumulatesStreamedBody`` is set.
     var wantsDataChunks: Bool { get }
     /// Whether server-trust challenges go to
     /// `session(_:didReceive:)` (default false: a delegate that does not

@@ -206,7 +206,15 @@ public struct SessionHooks: Sendable {
         (@Sendable (SessionManager, DataTask, HTTPResponse) -> ResponseDisposition)?
     /// A data task continued as a download task (`setDataTaskDidBecomeDownloadTaskBlock:`).
     public var dataTaskDidBecomeDownloadTask: (@Sendable (SessionManager, DataTask, DownloadTask) -> Void)?
-    /// When set, body chunks cross into Swift as they arrive; otherwise none does.
+    /// When set, body chunks cross into Swift as they arrive; otherwise none does
+    /// (`setDataTaskDidReceiveDataBlock:`). Runs on the delegate queue, in order; throws nothing.
+    ///
+    /// The chunks are the only copy of the body: the task's completion handler gets empty
+    /// `Data()` and the will-cache hook is not called, unless
+    /// ``SessionConfiguration/accumulatesStreamedBody`` is set. A slow hook holds the transfer
+    /// back: when 1 MiB of chunks waits for it, the engine pauses the transfer until half has
+    /// been delivered. ``SessionManager/stream(for:bufferSize:)`` gives one request's chunks
+    /// as an async sequence instead; its tasks do not call this hook.
     public var dataTaskDidReceiveData: (@Sendable (SessionManager, DataTask, Data) -> Void)?
     /// Decides what the session's ``ResponseCache`` stores for a response it
     /// would store (`setDataTaskWillCacheResponseBlock:`): return the data to

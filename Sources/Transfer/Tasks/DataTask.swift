@@ -4,34 +4,66 @@ import Synchronization
 
 /// A task whose response body is collected in memory (in C, handed to Swift
 /// once at completion), or streamed in chunks when the session's
-/// `dataTaskDidReceiveData` hook is set.
+/// `dataTaskDidReceiveData` hook (or a delegate with
+/// ``SessionDelegate/wantsDataChunks``) is set, or when it feeds a
+/// ``ResponseBodyStream`` (``SessionManager/stream(for:bufferSize:)``).
+///
+/// A streamed body is not also kept: the completion handler then gets empty
+/// `Data()`, unless ``SessionConfiguration/accumulatesStreamedBody`` is set.
 public class DataTask: TransferTask, @unchecked Sendable {
     // @unchecked Sendable: as TransferTask; `chunks` is guarded by its Protected lock.
     /// Called once with the response, the body and nil, or with the error;
     /// runs on the session's ``SessionManager/completionQueue``.
+    ///
+    /// When the body was streamed to a hook or delegate the body is empty
+    /// `Data()` (see ``SessionConfiguration/accumulatesStreamedBody``).
     public typealias CompletionHandler = @Sendable (HTTPResponse?, Data?, TransferError?) -> Void
 
     let completionHandler: CompletionHandler?
     private let chunks = Protected<Data?>(nil)
+    /// Chunks go to a hook, a delegate or a body stream (`CT_SINK_STREAM`).
     let streaming: Bool
+    /// Streamed chunks are also kept for the completion (opt-in, bounded).
+    private let accumulates: Bool
+    /// The consumer of ``SessionManager/stream(for:bufferSize:)``; nil for other tasks.
+    let bodyBuffer: ResponseBodyBuffer?
+    /// Chunk bytes posted to the hook or delegate and not yet delivered, and whether
+    /// the engine was asked to hold the transfer for them (a slow hook pauses the
+    /// transfer instead of queueing the body in memory).
+    let hookBacklog = Protected<(bytes: Int, holding: Bool, holds: Int)>((0, false, 0))
+    /// The most chunk bytes that wait for the hook before the transfer pauses;
+    /// it continues at half.
+    static let hookBacklogLimit = SessionManager.defaultStreamBufferSize
     /// Count the body, store nothing (benchmarks, `transfer --discard`).
     let discardsBody: Bool
 
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
-         discardsBody: Bool = false, completionHandler: CompletionHandler?)
+         discardsBody: Bool = false, bodyBuffer: ResponseBodyBuffer? = nil,
+         completionHandler: CompletionHandler?)
     {
         self.completionHandler = completionHandler
         self.discardsBody = discardsBody
+        self.bodyBuffer = bodyBuffer
         let observers = session.observers
-        self.streaming = observers.hooks.dataTaskDidReceiveData != nil || observers.delegate?.wantsDataChunks == true
+        if bodyBuffer != nil {
+            // The stream is the only consumer: hooks get no chunks, nothing is kept.
+            self.streaming = true
+            self.accumulates = false
+        } else {
+            self.streaming = observers.hooks.dataTaskDidReceiveData != nil || observers.delegate?.wantsDataChunks == true
+            self.accumulates = streaming && session.configuration.accumulatesStreamedBody
+        }
         super.init(session: session, identifier: identifier, request: request, delegate: delegate)
     }
 
     override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
         spec.sink_kind = discardsBody ? CT_SINK_DISCARD : streaming ? CT_SINK_STREAM : CT_SINK_MEMORY
-        if spec.sink_kind == CT_SINK_MEMORY {
+        // What is kept in memory is bounded; a body only streamed through is not.
+        if spec.sink_kind == CT_SINK_MEMORY || accumulates {
             spec.max_body_size = max(0, session.configuration.maximumResponseBodySize)
         }
+        // Its reader paces it: over HTTP/1.1, where a pause stops reading the socket.
+        if bodyBuffer != nil { spec.flags |= UInt32(CT_FLAG_CONSUMER_PACED) }
     }
 
     override func wantsDisposition() -> Bool {
@@ -43,18 +75,51 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     override func makeEvents() -> TransferEvents {
         var events = super.makeEvents()
-        if streaming {
+        if let buffer = bodyBuffer {
+            // Loop thread: the head (recorded by engineDidReceiveResponse first)
+            // and each chunk go straight to the stream's buffer; a full buffer
+            // holds the transfer in the engine.
+            let onResponse = events.onResponse
+            events.onResponse = { [self] head in
+                onResponse?(head)
+                if let response { buffer.didReceive(response) }
+            }
+            events.onData = { data in buffer.append(data) }
+        } else if streaming {
+            let accumulates = accumulates
+            let limit = Self.hookBacklogLimit
             events.onData = { [self] data in
-                // Append in place: rebuilding the body per chunk copied it all each time.
-                chunks.withLock { body in
-                    if body == nil { body = Data() }
-                    body!.append(data)
+                if accumulates {
+                    // Append in place: rebuilding the body per chunk copied it all each time.
+                    chunks.withLock { body in
+                        if body == nil { body = Data() }
+                        body!.append(data)
+                    }
+                }
+                // Held here (loop thread) when too much waits for the hook; the
+                // delivery that drains it lets the engine go on. The engine sets
+                // its reason before this callback's caller returns, and the
+                // wake-up is a command it runs after that: never lost.
+                let hold = hookBacklog.withLock { backlog -> Bool in
+                    backlog.bytes += data.count
+                    guard !backlog.holding, backlog.bytes >= limit else { return false }
+                    backlog.holding = true
+                    backlog.holds += 1
+                    return true
                 }
                 session.mailbox.post { [self] in
                     let (hooks, delegate) = session.observers
                     hooks.dataTaskDidReceiveData?(session, self, data)
                     if delegate?.wantsDataChunks == true { delegate?.session(session, dataTask: self, didReceive: data) }
+                    let drained = hookBacklog.withLock { backlog -> Bool in
+                        backlog.bytes -= data.count
+                        guard backlog.holding, backlog.bytes <= limit / 2 else { return false }
+                        backlog.holding = false
+                        return true
+                    }
+                    if drained { consumerDidDrain() }
                 }
+                return hold
             }
         }
         return events
@@ -136,21 +201,54 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     /// With a response cache, each hop's request is planned first
     /// (DataTask+Cache.swift): served from the cache, sent as a conditional
-    /// request, or sent as it is. Without one, nothing changes.
+    /// request, or sent as it is. Without one, nothing changes. A body that is
+    /// not kept (streamed to a hook, a delegate or ``ResponseBodyStream``
+    /// without ``SessionConfiguration/accumulatesStreamedBody``) can be
+    /// neither stored nor answered from a 304: such tasks bypass the cache.
     override func submit(_ request: Request) {
-        guard let cache = session.responseCache else { return super.submit(request) }
+        guard let cache = session.responseCache, bodyBuffer == nil, !streaming || accumulates else {
+            return super.submit(request)
+        }
         submitConsultingCache(cache, request: request) { super.submit($0) }
     }
 
     override func complete(with outcome: Outcome) {
         let error = outcome.error(url: originalRequest.url)
-        var body = streaming ? chunks.withLock { $0 } : outcome.body
+        var body: Data?
+        if !streaming {
+            body = outcome.body
+        } else if accumulates {
+            body = chunks.withLock { $0 } ?? Data()
+        } else {
+            // Streamed through and not kept: nothing to cache either.
+            body = Data()
+        }
         var outcome = outcome
-        if error == nil, let cache = session.responseCache {
+        if error == nil, !streaming || accumulates, let cache = session.responseCache {
             body = settleWithCache(cache, body: body, outcome: &outcome)
         }
         resultData = body
         complete(error: error, outcome: outcome)
+    }
+
+    override func complete(error: TransferError?, outcome: Outcome?) {
+        // Every end (engine finish, local finish, cancel, become-download)
+        // passes here: the stream's consumer learns it after its last chunk.
+        bodyBuffer?.finish(error: error)
+        super.complete(error: error, outcome: outcome)
+    }
+
+    /// The head of a body stream is final once its consumer has it: no
+    /// Swift-side follow-up (manual redirect, challenge answer, retry) may
+    /// start another hop whose bytes would join the same stream.
+    override var allowsFollowUps: Bool { bodyBuffer == nil }
+
+    /// The stream's consumer drained its buffer below the low-water mark:
+    /// the engine may deliver again. A lost command fails the task instead
+    /// of leaving it held for ever.
+    func consumerDidDrain() {
+        guard let id = core.withLock({ $0.life.engineID }) else { return }
+        if session.engine.consumerReady(id) == CT_E_NO_MEMORY { cancel() }
     }
 
     override func discardHopResult() {
@@ -191,11 +289,11 @@ public final class UploadTask: DataTask, @unchecked Sendable {
     private let source = BodySource()
 
     init(session: SessionManager, identifier: Int, request: Request, body: Request.Body, delegate: TaskDelegate,
-         completionHandler: CompletionHandler?)
+         bodyBuffer: ResponseBodyBuffer? = nil, completionHandler: CompletionHandler?)
     {
         self.body = body
         super.init(session: session, identifier: identifier, request: request, delegate: delegate,
-                   completionHandler: completionHandler)
+                   bodyBuffer: bodyBuffer, completionHandler: completionHandler)
     }
 
 

@@ -396,7 +396,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             case .complete:
                 complete(with: outcome)
             case .considerFollowUp:
-                if !followUp(after: outcome) && !considerRetry(after: outcome) {
+                if !allowsFollowUps || (!followUp(after: outcome) && !considerRetry(after: outcome)) {
                     core.withLock { $0.life.endHops() }
                     complete(with: outcome)
                 }
@@ -405,6 +405,10 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     }
 
     // MARK: - Redirects and authentication handled in Swift
+
+    /// Whether a finished hop may be followed by another (redirect handled in
+    /// Swift, challenge answer, retry). False: the hop's outcome is the result.
+    var allowsFollowUps: Bool { true }
 
     /// On the delegate queue: restarts the task when the hop ended in a
     /// redirect the hook wants followed, or in a 401 the challenge handler
