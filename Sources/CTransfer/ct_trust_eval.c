@@ -54,17 +54,20 @@ ct_chain_problem ct_chain_problem_from_verify_error(int32_t verify_error)
 
 /* ---- evaluation --- */
 
-/* Verify `leaf` against `store`. On success `*chain` is the validated
- * chain (caller frees); else `*err` is the X509_V_ERR_*. */
+/* Verify `leaf` against `store`. On success `*done` is the verification
+ * context (caller frees with X509_STORE_CTX_free), whose chain
+ * (X509_STORE_CTX_get0_chain) is the validated one: borrowing it costs
+ * nothing, where a copy (get1_chain) took a reference on every certificate
+ * of every handshake. Else `*err` is the X509_V_ERR_*. */
 static int verify_chain(X509_STORE *store, X509 *leaf,
                         STACK_OF(X509) *untrusted, time_t at, int partial,
-                        STACK_OF(X509) **chain, int *err)
+                        X509_STORE_CTX **done, int *err)
 {
   X509_STORE_CTX *ctx = X509_STORE_CTX_new();
   X509_VERIFY_PARAM *param;
   int ok = 0;
 
-  *chain = NULL;
+  *done = NULL;
   *err = X509_V_ERR_OUT_OF_MEM;
   if(!ctx || X509_STORE_CTX_init(ctx, store, leaf, untrusted) != 1)
     goto out;
@@ -74,9 +77,10 @@ static int verify_chain(X509_STORE *store, X509 *leaf,
     X509_VERIFY_PARAM_set_time(param, at);
   if(partial)
     X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_PARTIAL_CHAIN);
-  ok = X509_verify_cert(ctx) == 1;
+  ok = X509_verify_cert(ctx) == 1 && X509_STORE_CTX_get0_chain(ctx);
   if(ok) {
-    *chain = X509_STORE_CTX_get1_chain(ctx);
+    *done = ctx;
+    ctx = NULL;
     *err = X509_V_OK;
   }
   else {
@@ -127,12 +131,12 @@ static void fail_with(struct cti_trust_outcome *out, int32_t reason,
 /* Validate against `store`, then the host name. 1: valid. */
 static int validate(X509_STORE *store, X509 *leaf, STACK_OF(X509) *untrusted,
                     time_t at, int partial, const char *check_host,
-                    int untrusted_means_unpinned, STACK_OF(X509) **chain,
+                    int untrusted_means_unpinned, X509_STORE_CTX **done,
                     struct cti_trust_outcome *out)
 {
   int err = 0;
 
-  if(!verify_chain(store, leaf, untrusted, at, partial, chain, &err)) {
+  if(!verify_chain(store, leaf, untrusted, at, partial, done, &err)) {
     int32_t problem = cti_chain_problem(err);
     if(untrusted_means_unpinned && (problem == CT_CHAIN_UNKNOWN_ISSUER ||
                                     problem == CT_CHAIN_SELF_SIGNED))
@@ -155,15 +159,34 @@ static int validate(X509_STORE *store, X509 *leaf, STACK_OF(X509) *untrusted,
   return 1;
 }
 
-static int chain_has_spki(STACK_OF(X509) *chain,
+/* SPKI digests of a chain's certificates, each taken at most once per
+ * evaluation: the policy's pins and a host rule's pins look at the same
+ * chain. Certificates past SPKI_MEMO are hashed every time. */
+#define SPKI_MEMO 10
+struct spki_memo {
+  unsigned char state[SPKI_MEMO];      /* 0 not yet, 1 hashed, 2 failed */
+  unsigned char hash[SPKI_MEMO][SPKI_LEN];
+};
+
+static int chain_has_spki(STACK_OF(X509) *chain, struct spki_memo *memo,
                           unsigned char (*pins)[SPKI_LEN], size_t count)
 {
   int i;
   size_t j;
 
+  if(!count)
+    return 0;
   for(i = 0; i < sk_X509_num(chain); i++) {
-    unsigned char hash[SPKI_LEN];
-    if(!cti_spki_sha256(sk_X509_value(chain, i), hash))
+    unsigned char own[SPKI_LEN];
+    unsigned char *hash = i < SPKI_MEMO ? memo->hash[i] : own;
+    if(i >= SPKI_MEMO || !memo->state[i]) {
+      int ok = cti_spki_sha256(sk_X509_value(chain, i), hash);
+      if(i < SPKI_MEMO)
+        memo->state[i] = ok ? 1 : 2;
+      if(!ok)
+        continue;
+    }
+    else if(memo->state[i] != 1)
       continue;
     for(j = 0; j < count; j++)
       if(!memcmp(hash, pins[j], SPKI_LEN))
@@ -205,22 +228,23 @@ static int really_issued(X509 *issuer, X509 *cert)
  * Without one (invalid certificates allowed), the chain walked up from
  * the leaf through presented certificates that really issued the previous
  * one (name match and signature), so unrelated extras never count either.
- * References are borrowed; NULL when out of memory. */
+ * References are borrowed; NULL when out of memory. With a validated chain
+ * that chain itself comes back (`*owned` 0: do not free it); else a new
+ * stack the caller frees (`*owned` 1). */
 static STACK_OF(X509) *pin_chain(STACK_OF(X509) *validated, X509 *leaf,
-                                 STACK_OF(X509) *untrusted)
+                                 STACK_OF(X509) *untrusted, int *owned)
 {
-  STACK_OF(X509) *all = sk_X509_new_null();
+  STACK_OF(X509) *all;
   X509 *cur = leaf;
   int i;
 
+  *owned = 0;
+  if(validated)
+    return validated;
+  all = sk_X509_new_null();
   if(!all)
     return NULL;
-  if(validated) {
-    for(i = 0; i < sk_X509_num(validated); i++)
-      if(!sk_X509_push(all, sk_X509_value(validated, i)))
-        goto fail;
-    return all;
-  }
+  *owned = 1;
   if(!sk_X509_push(all, leaf))
     goto fail;
   /* Each step adds a certificate not yet in `all`, so this ends after at
@@ -246,6 +270,7 @@ static STACK_OF(X509) *pin_chain(STACK_OF(X509) *validated, X509 *leaf,
   return all;
 fail:
   sk_X509_free(all);
+  *owned = 0;
   return NULL;
 }
 
@@ -301,12 +326,16 @@ void cti_trust_check(const struct ct_trust_policy *p, X509 *leaf,
   size_t pins = p ? (size_t)sk_X509_num(p->pinned_certs) +
                     p->explicit_spki_count : 0;
   const char *check_host = vdom ? host : NULL;
-  STACK_OF(X509) *validated = NULL;
+  X509_STORE_CTX *verified = NULL;   /* owns the validated chain */
+  STACK_OF(X509) *validated = NULL;   /* borrowed from `verified` */
   STACK_OF(X509) *all = NULL;
+  int all_owned = 0;
+  struct spki_memo memo;
   const struct host_rule *rule;
   time_t now = at ? at : time(NULL);
 
   memset(out, 0, sizeof(*out));
+  memset(memo.state, 0, sizeof(memo.state));
 
   /* AFSecurityPolicy: "In order to validate a domain name for self signed
    * certificates, you MUST use pinning." */
@@ -320,15 +349,17 @@ void cti_trust_check(const struct ct_trust_policy *p, X509 *leaf,
   switch(mode) {
   case CT_PINNING_NONE:
     if(!allow && !validate(anchors, leaf, untrusted, at, 0, check_host, 0,
-                           &validated, out))
+                           &verified, out))
       goto done;
     break;
   case CT_PINNING_PUBLIC_KEY:
     if(!allow && !validate(anchors, leaf, untrusted, at, 0, check_host, 0,
-                           &validated, out))
+                           &verified, out))
       goto done;
-    all = pin_chain(validated, leaf, untrusted);
-    if(!all || !chain_has_spki(all, p->pinned_spki, p->pinned_spki_count)) {
+    validated = verified ? X509_STORE_CTX_get0_chain(verified) : NULL;
+    all = pin_chain(validated, leaf, untrusted, &all_owned);
+    if(!all || !chain_has_spki(all, &memo, p->pinned_spki,
+                               p->pinned_spki_count)) {
       fail_with(out, CT_TLS_NO_PIN_MATCHED, 0, "%s",
                 "no public key of the chain is pinned");
       goto done;
@@ -338,8 +369,9 @@ void cti_trust_check(const struct ct_trust_policy *p, X509 *leaf,
     /* The pinned certificates are the only anchors (partial chains allowed
      * so that a pinned intermediate or leaf ends the chain). */
     if(!validate(p->pinned_store, leaf, untrusted, at, 1, check_host, 1,
-                 &validated, out))
+                 &verified, out))
       goto done;
+    validated = X509_STORE_CTX_get0_chain(verified);
     if(!chain_has_cert(validated, p->pinned_certs)) {
       fail_with(out, CT_TLS_NO_PIN_MATCHED, 0, "%s",
                 "the validated chain contains no pinned certificate");
@@ -349,16 +381,18 @@ void cti_trust_check(const struct ct_trust_policy *p, X509 *leaf,
   }
 
   /* Per-host rules, beyond AFNetworking. */
-  if(p && host) {
+  if(p && host && p->rule_count) {
     rule = cti_trust_find_rule(p, host, now, NULL);
     if(rule) {
+      if(!validated && verified)
+        validated = X509_STORE_CTX_get0_chain(verified);
       if(!all)
-        all = pin_chain(validated, leaf, untrusted);
+        all = pin_chain(validated, leaf, untrusted, &all_owned);
       if(!all) {
         fail_with(out, CT_TLS_NO_PIN_MATCHED, 0, "%s", "out of memory");
         goto done;
       }
-      if(!chain_has_spki(all, rule->spki, rule->spki_count) &&
+      if(!chain_has_spki(all, &memo, rule->spki, rule->spki_count) &&
          !chain_has_cert(all, rule->certs)) {
         if(target && p->report_fn)
           send_report(p, rule, all, target, now);
@@ -371,8 +405,9 @@ void cti_trust_check(const struct ct_trust_policy *p, X509 *leaf,
     }
   }
 done:
-  sk_X509_free(all);
-  sk_X509_pop_free(validated, X509_free);
+  if(all_owned)
+    sk_X509_free(all);
+  X509_STORE_CTX_free(verified);       /* and with it the validated chain */
 }
 
 int32_t cti_trust_challenge(const struct ct_trust_policy *p, X509 *leaf,
@@ -388,10 +423,11 @@ int32_t cti_trust_challenge(const struct ct_trust_policy *p, X509 *leaf,
   int i;
   int count = 0;
   int32_t reason = outcome->reason;
+  int owned = 0;
 
   if(!p || !p->challenge_fn)
     return reason;
-  chain = pin_chain(NULL, leaf, untrusted);
+  chain = pin_chain(NULL, leaf, untrusted, &owned);
   n = chain ? sk_X509_num(chain) : 0;
   ders = calloc(n ? (size_t)n : 1, sizeof(*ders));
   lengths = calloc(n ? (size_t)n : 1, sizeof(*lengths));
@@ -419,7 +455,8 @@ out:
     OPENSSL_free(ders[i]);
   free(ders);
   free(lengths);
-  sk_X509_free(chain);
+  if(owned)
+    sk_X509_free(chain);
   return reason;
 }
 
