@@ -57,7 +57,7 @@ let package = Package(
             ]),
         // Proves the test fixtures themselves (servers, nginx, certificates), not the library.
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer"]),
+        .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer", "TestSupport"]),
         // Runs the built `transfer` binary (the dependency makes `swift test` build it first).
         .testTarget(name: "TransferCLITests", dependencies: ["TestSupport", "TransferCLI"]),
     ]

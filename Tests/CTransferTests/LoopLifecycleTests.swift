@@ -1,6 +1,7 @@
 import CTransfer
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// Counts of this process's open file descriptors and threads, from /proc.
@@ -16,7 +17,7 @@ enum ProcessResources {
 
 /// Finish results collected by the C callbacks (which run on the loop thread).
 final class FinishLog: Sendable {
-    let codes = Mutex<[UInt64: [ct_code]]>([:])
+    let codes = Locked<[UInt64: [ct_code]]>([:])
     let done = Atomic<Int>(0)
 }
 

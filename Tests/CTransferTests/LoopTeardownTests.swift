@@ -11,7 +11,7 @@ import Glibc
 /// What the callbacks of one loop saw; they run on the loop thread.
 private final class TeardownLog: Sendable {
     let loopBits = Atomic<Int>(0)
-    let codes = Mutex<[UInt64: [ct_code]]>([:])
+    let codes = Locked<[UInt64: [ct_code]]>([:])
     let finished = Atomic<Int>(0)
     let loopEnded = Atomic<Int>(0)
 }

@@ -245,7 +245,7 @@ final class ReportCollector: Sendable {
         var enforced: Bool
     }
 
-    let entries = Mutex<[Entry]>([])
+    let entries = Locked<[Entry]>([])
     let released = Atomic<Int>(0)
 
     func install(on policy: PolicyHandle) {
@@ -427,7 +427,7 @@ struct TrustRedirectHandshakeTests {
 /// Records challenges and answers them with a fixed reason.
 final class ChallengeAnswer: Sendable {
     let answer: ct_tls_reason
-    let seen = Mutex<[(host: String, chain: Int, proposed: Int32)]>([])
+    let seen = Locked<[(host: String, chain: Int, proposed: Int32)]>([])
 
     init(_ answer: ct_tls_reason) { self.answer = answer }
 

@@ -69,7 +69,7 @@ public final class CertificateFactory: Sendable {
     public let otherRoot: TestCertificate
     public let otherLeaf: TestCertificate
 
-    private static let cache = Mutex<Result<CertificateFactory, CertificateFactoryError>?>(nil)
+    private static let cache = Locked<Result<CertificateFactory, CertificateFactoryError>?>(nil)
 
     /// The process-wide set, generated on first use (about a second). Thread-safe.
     public static func shared() throws -> CertificateFactory {
@@ -163,7 +163,7 @@ public final class CertificateFactory: Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         // Read both pipes to the end before waiting, so a full pipe cannot block the child.
-        let errData = Mutex(Data())
+        let errData = Locked(Data())
         let errDone = DispatchSemaphore(value: 0)
         let errHandle = err.fileHandleForReading
         DispatchQueue.global().async {

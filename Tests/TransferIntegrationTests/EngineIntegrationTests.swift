@@ -152,7 +152,7 @@ struct EngineIntegrationTests {
         let url = nginx.url(.http2, file.path)
         let session = try makeSession { $0.caFile = nginx.caFile }
         defer { session.invalidateAndCancel() }
-        let metrics = Mutex<[TaskMetrics]>([])
+        let metrics = Locked<[TaskMetrics]>([])
         session.hooks.taskDidFinishCollectingMetrics = { _, _, m in metrics.withLock { $0.append(m) } }
 
         await withTaskGroup(of: Void.self) { group in
@@ -206,7 +206,7 @@ struct EngineIntegrationTests {
         let session = try makeSession()
         defer { session.invalidateAndCancel() }
         let destination = try TemporaryDirectory().file("cancelled.bin")
-        let outcome = Mutex<TransferError?>(nil)
+        let outcome = Locked<TransferError?>(nil)
         let received = Atomic<Int64>(0)
 
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in

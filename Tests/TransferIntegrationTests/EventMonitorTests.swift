@@ -11,7 +11,7 @@ import Testing
 private final class RecordingMonitor: EventMonitor {
     let queue: DispatchQueue
     private let key = DispatchSpecificKey<Bool>()
-    private let log = Mutex<[String]>([])
+    private let log = Locked<[String]>([])
     private let offQueue = Atomic<Int>(0)
 
     init(label: String) {

@@ -7,10 +7,10 @@ import Testing
 
 /// Results of one loop's transfers, written by on_finish (loop thread).
 private final class PoolLog: Sendable {
-    let codes = Mutex<[UInt64: ct_code]>([:])
-    let messages = Mutex<[String]>([])
+    let codes = Locked<[UInt64: ct_code]>([:])
+    let messages = Locked<[String]>([])
     let finished = Atomic<Int>(0)
-    let responded = Mutex<Set<UInt64>>([])
+    let responded = Locked<Set<UInt64>>([])
     let slots: DispatchSemaphore
     init(concurrency: Int) { slots = DispatchSemaphore(value: concurrency) }
 }
@@ -205,7 +205,7 @@ extension HandlePoolTests {
 /// answers: requests on them wait until cancelled.
 private final class AcceptingListener: Sendable {
     private final class Accepted: Sendable {
-        let fds = Mutex<[Int32]>([])
+        let fds = Locked<[Int32]>([])
     }
 
     let port: UInt16

@@ -18,7 +18,7 @@ private struct Record: Sendable {
 
 /// Keeps every record, for tests.
 private final class RecordStore: Sendable {
-    private let records = Mutex<[Record]>([])
+    private let records = Locked<[Record]>([])
     var all: [Record] { records.withLock { $0 } }
     func add(_ record: Record) { records.withLock { $0.append(record) } }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 import Transfer
 
@@ -11,7 +12,7 @@ struct ReachabilityMonitorTests {
         let reachability = NetworkReachability(target: .address("127.0.0.1"), notificationCenter: center)
         let handled = DispatchSemaphore(value: 0)
         let posted = DispatchSemaphore(value: 0)
-        let seen = Mutex<[ReachabilityStatus]>([])
+        let seen = Locked<[ReachabilityStatus]>([])
         let observer = center.addObserver(forName: .transferReachabilityDidChange, object: nil, queue: nil) { note in
             if let status = note.userInfo?[NetworkReachability.statusUserInfoKey] as? ReachabilityStatus {
                 seen.withLock { $0.append(status) }

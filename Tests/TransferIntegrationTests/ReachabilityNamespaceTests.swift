@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -169,9 +170,9 @@ struct CommandFailed: Error, CustomStringConvertible {
 final class ProbeProcess: Sendable {
     private let process: Process
     private let input: Pipe
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
     private let arrived = DispatchSemaphore(value: 0)
-    private let consumed = Mutex(0)
+    private let consumed = Locked(0)
 
     init(namespace: NetworkNamespace, arguments: [String]) throws {
         let probe = Self.probePath()

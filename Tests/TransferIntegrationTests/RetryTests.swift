@@ -21,7 +21,7 @@ private func retrySession(_ interceptor: (any RequestInterceptor)?) throws -> Se
 
 /// What a data task's completion handler delivered, once.
 private final class RetryCompletion: Sendable {
-    private let value = Mutex<(HTTPResponse?, Data?, TransferError?)?>(nil)
+    private let value = Locked<(HTTPResponse?, Data?, TransferError?)?>(nil)
     var result: (HTTPResponse?, Data?, TransferError?)? { value.withLock { $0 } }
     var handler: DataTask.CompletionHandler {
         { response, data, error in self.value.withLock { $0 = (response, data, error) } }
@@ -233,7 +233,7 @@ struct RetryTests {
     func refusedConnection() async throws {
         let (fd, port) = try LoopbackListener.open(backlog: 1)
         close(fd)   // nothing listens there now: connections are refused
-        let counter = Mutex(0)
+        let counter = Locked(0)
         let counting = Interceptor(retriers: [quickPolicy(attempts: 2)])
         let session = try retrySession(Interceptor(adapter: { request, _ in
             counter.withLock { $0 += 1 }
@@ -260,7 +260,7 @@ struct RetryTests {
     func adapterRunsPerAttempt() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
-        let counter = Mutex(0)
+        let counter = Locked(0)
         let adapter = Interceptor(adapter: { request, _ in
             var adapted = request
             adapted.headers["X-Attempt"] = "\(counter.withLock { $0 += 1; return $0 })"
@@ -346,7 +346,7 @@ struct RetryTests {
     func cancelDuringDelay() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
-        let decided = Mutex(false)
+        let decided = Locked(false)
         let session = try retrySession(Interceptor(retrier: { _, _, _, _, _ in
             decided.withLock { $0 = true }
             return .retryAfter(.seconds(3600))
@@ -372,7 +372,7 @@ struct RetryTests {
     func cancelDuringAdapt() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
-        let entered = Mutex(false)
+        let entered = Locked(false)
         let session = try retrySession(Interceptor(adapter: { request, _ in
             entered.withLock { $0 = true }
             try await Task.sleep(for: .seconds(3600))
@@ -414,7 +414,7 @@ struct RetryTests {
     func downloadCancelledBetweenAttempts() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
-        let deciding = Mutex(false)
+        let deciding = Locked(false)
         // Still deciding when the cancel comes (the wait ends with the cancel).
         let session = try retrySession(Interceptor(retrier: { _, _, _, _, _ in
             deciding.withLock { $0 = true }
@@ -424,7 +424,7 @@ struct RetryTests {
         defer { session.invalidateAndCancel() }
         let directory = try TemporaryDirectory()
         let destination = directory.file("body.txt")
-        let finished = Mutex<TransferError??>(nil)
+        let finished = Locked<TransferError??>(nil)
         let task = session.downloadTask(with: Request(url: server.url("/flaky/1?key=q")), to: destination) {
             _, _, error in finished.withLock { $0 = .some(error) }
         }

@@ -6,7 +6,7 @@ import Transfer
 
 /// An ordered log of events, appended from any queue.
 final class EventLog: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = Locked<[String]>([])
     func add(_ entry: String) { entries.withLock { $0.append(entry) } }
     var all: [String] { entries.withLock { $0 } }
     func index(of prefix: String) -> Int? { all.firstIndex { $0.hasPrefix(prefix) } }
@@ -15,7 +15,7 @@ final class EventLog: Sendable {
 /// Waits for a completion delivered by a callback (bounded by `timeout`).
 func awaitCompletion<T: Sendable>(_ type: T.Type = T.self, timeout: Duration = .seconds(30),
                                   _ body: (@escaping @Sendable (T) -> Void) -> Void) async throws -> T {
-    let box = Mutex<T?>(nil)
+    let box = Locked<T?>(nil)
     body { value in box.withLock { $0 = value } }
     let ok = await Wait.poll(timeout: timeout) { box.withLock { $0 != nil } }
     guard ok, let value = box.withLock({ $0 }) else { throw TransferError(.timedOut, "no completion within \(timeout)") }

@@ -11,8 +11,8 @@ private struct WeakSession: Sendable {
 
 private final class TeardownCounts: Sendable {
     let completions = Atomic<Int>(0)
-    let failures = Mutex<[String]>([])
-    let sessions = Mutex<[WeakSession]>([])
+    let failures = Locked<[String]>([])
+    let sessions = Locked<[WeakSession]>([])
 }
 
 @Suite("Session teardown from the engine's own thread", .serialized,

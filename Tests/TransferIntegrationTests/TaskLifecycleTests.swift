@@ -15,7 +15,7 @@ private func monitor(of session: SessionManager) -> ActivityMonitor {
 
 /// The states a task's observer saw, in order.
 private final class StateLog: Sendable {
-    private let states = Mutex<[TaskState]>([])
+    private let states = Locked<[TaskState]>([])
     var all: [TaskState] { states.withLock { $0 } }
     func add(_ state: TaskState) { states.withLock { $0.append(state) } }
 }

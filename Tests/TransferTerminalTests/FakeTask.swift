@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 import Transfer
 import TransferTerminal
 
@@ -24,9 +25,9 @@ final class FakeTask: ObservableTransfer {
         var stateObservers: [Observer<TaskState>] = []
     }
 
-    private let inner: Mutex<Inner>
+    private let inner: Locked<Inner>
 
-    init(state: TaskState = .running) { inner = Mutex(Inner(state: state)) }
+    init(state: TaskState = .running) { inner = Locked(Inner(state: state)) }
 
     var state: TaskState { inner.withLock { $0.state } }
 
@@ -94,7 +95,7 @@ extension ManualActivityScheduler {
 /// A task that completes while the binding is registering its observers and,
 /// like a real finished task, then accepts observers that never fire.
 final class CompletingTask: ObservableTransfer {
-    private let completed = Mutex(false)
+    private let completed = Locked(false)
 
     var state: TaskState { completed.withLock { $0 } ? .completed : .running }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Transfer
@@ -24,7 +25,7 @@ private final class CountedTask: ObservableTransfer {
 
 /// Records what `onChange` reports.
 private final class ChangeLog: Sendable {
-    private let values = Mutex<[Bool]>([])
+    private let values = Locked<[Bool]>([])
     var all: [Bool] { values.withLock { $0 } }
     func record(_ value: Bool) { values.withLock { $0.append(value) } }
 }
@@ -253,7 +254,7 @@ struct ActivitySchedulerTests {
     @Test("the manual scheduler runs actions in due order, including ones scheduled while advancing")
     func manualOrder() {
         let clock = ManualActivityScheduler()
-        let order = Mutex<[String]>([])
+        let order = Locked<[String]>([])
         _ = clock.schedule(after: 2) { order.withLock { $0.append("b") } }
         _ = clock.schedule(after: 1) {
             order.withLock { $0.append("a") }
@@ -271,7 +272,7 @@ struct ActivitySchedulerTests {
     @Test("the dispatch scheduler runs an action and skips a cancelled one")
     func dispatchScheduler() {
         let scheduler = DispatchActivityScheduler()
-        let ran = Mutex<[String]>([])
+        let ran = Locked<[String]>([])
         let done = DispatchSemaphore(value: 0)
 
         let cancelled = scheduler.schedule(after: 0.01) { ran.withLock { $0.append("cancelled") } }

@@ -47,7 +47,7 @@ struct SecurityEngineBridgeTests {
         let pki = try PKI.make()
         let server = try serve(pki.factory.leaf)
         defer { server.stop() }
-        let reports = Mutex<[PinFailureReport]>([])
+        let reports = Locked<[PinFailureReport]>([])
         let delivered = DispatchSemaphore(value: 0)
         var security = SecurityPolicy.defaultPolicy
         security.pinPolicy = PinPolicy(rules: [
@@ -75,7 +75,7 @@ struct SecurityEngineBridgeTests {
         let pki = try PKI.make()
         let server = try serve(pki.factory.selfSigned, chain: false)
         defer { server.stop() }
-        let seen = Mutex<[TrustEvaluation]>([])
+        let seen = Locked<[TrustEvaluation]>([])
         let trusting = try SecurityPolicy.defaultPolicy.makeEnginePolicy { trust, verdict in
             seen.withLock { $0.append(verdict) }
             return trust.leaf == pki.selfSigned ? .useCredential : .performDefaultHandling
