@@ -105,6 +105,43 @@ final class StreamReader: Sendable {
     deinit { owner.abandon() }
 }
 
+/// The water marks of body chunks that wait for their consumer (a stream's
+/// reader or a chunk hook): the one rule for when the engine holds a transfer
+/// (`CT_PAUSE_CONSUMER`) and when it may go on. Guarded by its owner's lock.
+struct Backpressure: Sendable {
+    let highWaterMark: Int
+    var lowWaterMark: Int { highWaterMark / 2 }
+    /// Bytes waiting for the consumer.
+    private(set) var bytes = 0
+    /// The engine is asked to hold the transfer.
+    private(set) var holding = false
+    /// How many times the engine was asked to hold.
+    private(set) var holds = 0
+
+    init(highWaterMark: Int) { self.highWaterMark = max(1, highWaterMark) }
+
+    /// `count` more bytes wait. True: the engine must hold the transfer now.
+    mutating func add(_ count: Int) -> Bool {
+        bytes += count
+        guard !holding, bytes >= highWaterMark else { return false }
+        holding = true
+        holds += 1
+        return true
+    }
+
+    /// `count` bytes reached the consumer. True: the held transfer may go on
+    /// (at the low-water mark, and only when `mayResume`).
+    mutating func remove(_ count: Int, mayResume: Bool = true) -> Bool {
+        bytes -= count
+        guard holding, bytes <= lowWaterMark, mayResume else { return false }
+        holding = false
+        return true
+    }
+
+    /// Nothing waits any more (the consumer is gone).
+    mutating func dropAll() { bytes = 0 }
+}
+
 /// The bounded buffer between the engine (producer, on the loop thread) and
 /// the one consumer of a ``ResponseBodyStream``.
 ///
@@ -137,9 +174,7 @@ final class ResponseBodyBuffer: Sendable {
     private struct State {
         var chunks: [Data] = []
         var first = 0
-        var buffered = 0
-        var holding = false
-        var holds = 0
+        var pressure: Backpressure
         var received: Int64 = 0
         var consumed: Int64 = 0
         var finished = false
@@ -150,21 +185,18 @@ final class ResponseBodyBuffer: Sendable {
         var chunkWaiter: ChunkWaiter?
     }
 
-    let highWaterMark: Int
-    let lowWaterMark: Int
-    private let state = Protected(State())
+    private let state: Protected<State>
     private let url: URL
 
     init(highWaterMark: Int, url: URL) {
-        self.highWaterMark = max(1, highWaterMark)
-        self.lowWaterMark = self.highWaterMark / 2
+        state = Protected(State(pressure: Backpressure(highWaterMark: highWaterMark)))
         self.url = url
     }
 
     var snapshot: Snapshot {
         state.withLock { s in
-            Snapshot(received: s.received, consumed: s.consumed, buffered: s.buffered, holding: s.holding,
-                     holds: s.holds, finished: s.finished)
+            Snapshot(received: s.received, consumed: s.consumed, buffered: s.pressure.bytes,
+                     holding: s.pressure.holding, holds: s.pressure.holds, finished: s.finished)
         }
     }
 
@@ -193,11 +225,7 @@ final class ResponseBodyBuffer: Sendable {
                 return (waiter, false)
             }
             s.chunks.append(data)
-            s.buffered += data.count
-            guard !s.holding, s.buffered >= highWaterMark else { return (nil, false) }
-            s.holding = true
-            s.holds += 1
-            return (nil, true)
+            return (nil, s.pressure.add(data.count))
         }
         waiter?.resume(returning: .success(data))
         return hold
@@ -260,14 +288,8 @@ final class ResponseBodyBuffer: Sendable {
                     s.chunks.removeFirst(s.first)
                     s.first = 0
                 }
-                s.buffered -= chunk.count
                 s.consumed += Int64(chunk.count)
-                var drained = false
-                if s.holding && s.buffered <= lowWaterMark && !s.finished {
-                    s.holding = false
-                    drained = true
-                }
-                return (.success(chunk), drained)
+                return (.success(chunk), s.pressure.remove(chunk.count, mayResume: !s.finished))
             }
             if s.finished || s.abandoned {
                 let error = s.error ?? (s.abandoned && !s.finished
@@ -287,7 +309,7 @@ final class ResponseBodyBuffer: Sendable {
             s.abandoned = true
             s.chunks.removeAll()
             s.first = 0
-            s.buffered = 0
+            s.pressure.dropAll()
             return true
         }
     }

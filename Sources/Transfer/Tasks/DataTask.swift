@@ -27,10 +27,10 @@ public class DataTask: TransferTask, @unchecked Sendable {
     private let accumulates: Bool
     /// The consumer of ``SessionManager/stream(for:bufferSize:)``; nil for other tasks.
     let bodyBuffer: ResponseBodyBuffer?
-    /// Chunk bytes posted to the hook or delegate and not yet delivered, and whether
-    /// the engine was asked to hold the transfer for them (a slow hook pauses the
-    /// transfer instead of queueing the body in memory).
-    let hookBacklog = Protected<(bytes: Int, holding: Bool, holds: Int)>((0, false, 0))
+    /// Chunk bytes posted to the hook or delegate and not yet delivered (a slow
+    /// hook pauses the transfer instead of queueing the body in memory), by the
+    /// same water marks as a ``ResponseBodyStream``.
+    let hookBacklog = Protected(Backpressure(highWaterMark: hookBacklogLimit))
     /// The most chunk bytes that wait for the hook before the transfer pauses;
     /// it continues at half.
     static let hookBacklogLimit = SessionManager.defaultStreamBufferSize
@@ -87,7 +87,6 @@ public class DataTask: TransferTask, @unchecked Sendable {
             events.onData = { data in buffer.append(data) }
         } else if streaming {
             let accumulates = accumulates
-            let limit = Self.hookBacklogLimit
             events.onData = { [self] data in
                 if accumulates {
                     // Append in place: rebuilding the body per chunk copied it all each time.
@@ -100,24 +99,12 @@ public class DataTask: TransferTask, @unchecked Sendable {
                 // delivery that drains it lets the engine go on. The engine sets
                 // its reason before this callback's caller returns, and the
                 // wake-up is a command it runs after that: never lost.
-                let hold = hookBacklog.withLock { backlog -> Bool in
-                    backlog.bytes += data.count
-                    guard !backlog.holding, backlog.bytes >= limit else { return false }
-                    backlog.holding = true
-                    backlog.holds += 1
-                    return true
-                }
+                let hold = hookBacklog.withLock { $0.add(data.count) }
                 session.mailbox.post { [self] in
                     let (hooks, delegate) = session.observers
                     hooks.dataTaskDidReceiveData?(session, self, data)
                     if delegate?.wantsDataChunks == true { delegate?.session(session, dataTask: self, didReceive: data) }
-                    let drained = hookBacklog.withLock { backlog -> Bool in
-                        backlog.bytes -= data.count
-                        guard backlog.holding, backlog.bytes <= limit / 2 else { return false }
-                        backlog.holding = false
-                        return true
-                    }
-                    if drained { consumerDidDrain() }
+                    if hookBacklog.withLock({ $0.remove(data.count) }) { consumerDidDrain() }
                 }
                 return hold
             }
