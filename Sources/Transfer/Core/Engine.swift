@@ -219,8 +219,8 @@ final class Engine: Sendable {
 
     /// Installs a trust policy (retained by the loop; nil removes it).
     @discardableResult
-    func setTrustPolicy(_ policy: OpaquePointer?) -> ct_code {
-        ct_loop_set_trust_policy(loop, policy)
+    func setTrustPolicy(_ policy: EngineTrustPolicy?) -> ct_code {
+        ct_loop_set_trust_policy(loop, policy?.pointer)
     }
 
     var activeCount: Int64 { ct_loop_active_count(loop) }

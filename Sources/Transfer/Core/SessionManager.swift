@@ -194,9 +194,8 @@ public final class SessionManager: Sendable {
     /// Refuses every new TLS connection until a valid policy is installed.
     private func failClosed(_ error: TransferError) {
         state.withLock { $0.securityPolicyError = error }
-        let refusing = Self.refuseEverything(error)
-        engine.setTrustPolicy(refusing)
-        if let refusing { ct_trust_policy_release(refusing) }   // the loop holds its own reference
+        // The loop keeps its own reference; ours goes with this scope.
+        engine.setTrustPolicy(EngineTrustPolicy.refusingEverything())
     }
 
     private func installSecurityPolicy(_ policy: SecurityPolicy) throws(TransferError) {
@@ -234,16 +233,7 @@ public final class SessionManager: Sendable {
             $0.securityPolicy = given
             $0.securityPolicyError = nil
         }
-        engine.setTrustPolicy(engineSide.pointer)   // the loop retains its own reference
-    }
-
-    /// An engine policy that refuses every chain: a certificate pin nobody has.
-    private static func refuseEverything(_ error: TransferError) -> OpaquePointer? {
-        var raw: OpaquePointer?
-        guard ct_trust_policy_create(&raw) == CT_OK, let raw else { return nil }
-        _ = ct_trust_policy_set_mode(raw, CT_PINNING_PUBLIC_KEY)
-        _ = ct_trust_policy_add_pinned_spki(raw, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
-        return raw
+        engine.setTrustPolicy(engineSide)   // the loop retains its own reference
     }
 
     /// Engine thread, mid-handshake: asks, on the delegate queue (user code
@@ -327,7 +317,7 @@ public final class SessionManager: Sendable {
 
     private func substitutingChallengeFailure(_ error: TransferError?, of task: TransferTask) -> TransferError? {
         guard let error, error.code == .serverTrustRejected,
-            error.tlsReason == Int32(CT_TLS_REJECTED_BY_DELEGATE.rawValue)
+            error.trustFailureReason == .rejectedByDelegate
         else { return error }
         let urls = [error.url, task.currentRequest?.url, task.originalRequest.url].compactMap { $0 }
         let found = state.withLock { state -> TransferError? in
