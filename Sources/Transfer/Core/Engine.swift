@@ -100,7 +100,7 @@ final class Engine: Sendable {
                 Unmanaged.passUnretained(mailbox).release()
                 throw TransferError(.internalError, "cannot start the transfer engine: the cookie store has no jar")
             }
-            config.cookie_jar = jar
+            config.cookie_jar = jar.pointer
         }
         var created: OpaquePointer?
         let code: ct_code = configuration.caFile.withOptionalCString { caFile in
