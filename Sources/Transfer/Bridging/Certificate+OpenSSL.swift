@@ -1,21 +1,11 @@
 import CTransfer
 import Foundation
 
-/// What OpenSSL reads from one DER certificate (`ct_cert_info` and the SPKI pin).
-struct CertificateFields {
-    var subject: String
-    var issuer: String
-    var notBefore: Date
-    var notAfter: Date
-    var isCertificateAuthority: Bool
-    var isSelfSigned: Bool
-    var publicKeySHA256: String
-}
-
 /// The OpenSSL side of ``Certificate``: parsing DER and splitting PEM (ct_cert.h).
 extension Certificate {
-    /// OpenSSL's reading of `derData`; nil when the bytes are not exactly one DER certificate.
-    static func openSSLFields(of derData: Data) -> CertificateFields? {
+    /// OpenSSL's reading of `derData` (`ct_cert_info` and the SPKI pin); nil
+    /// when the bytes are not exactly one DER certificate.
+    init?(parsingDER derData: Data) {
         var info = ct_cert_info()
         var pin = [CChar](repeating: 0, count: 64)
         let ok = derData.withUnsafeBytes { raw -> Bool in
@@ -24,12 +14,14 @@ extension Certificate {
                 && ct_cert_spki_sha256(base, raw.count, &pin, pin.count) == CT_OK
         }
         guard ok else { return nil }
-        return CertificateFields(
-            subject: stringFromCCharArray(info.subject), issuer: stringFromCCharArray(info.issuer),
-            notBefore: Date(timeIntervalSince1970: TimeInterval(info.not_before_unix)),
-            notAfter: Date(timeIntervalSince1970: TimeInterval(info.not_after_unix)),
-            isCertificateAuthority: info.is_ca != 0, isSelfSigned: info.self_signed != 0,
-            publicKeySHA256: string(fromCBuffer: pin))
+        self.derData = derData
+        subject = stringFromCCharArray(info.subject)
+        issuer = stringFromCCharArray(info.issuer)
+        notBefore = Date(timeIntervalSince1970: TimeInterval(info.not_before_unix))
+        notAfter = Date(timeIntervalSince1970: TimeInterval(info.not_after_unix))
+        isCertificateAuthority = info.is_ca != 0
+        isSelfSigned = info.self_signed != 0
+        publicKeySHA256 = string(fromCBuffer: pin)
     }
 
     /// The DER bytes of every certificate in PEM data (other PEM blocks are

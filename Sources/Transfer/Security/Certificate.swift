@@ -24,17 +24,10 @@ public struct Certificate: Hashable, Sendable, CustomStringConvertible {
     /// Wraps one DER certificate.
     /// - Throws: `TransferError.invalidRequest` when the bytes are not exactly one certificate.
     public init(derData: Data) throws(TransferError) {
-        guard let fields = Self.openSSLFields(of: derData) else {   // Bridging/Certificate+OpenSSL.swift
+        guard let parsed = Certificate(parsingDER: derData) else {   // Bridging/Certificate+OpenSSL.swift
             throw TransferError(.invalidRequest, "the data is not a DER certificate (\(derData.count) bytes)")
         }
-        self.derData = derData
-        subject = fields.subject
-        issuer = fields.issuer
-        notBefore = fields.notBefore
-        notAfter = fields.notAfter
-        isCertificateAuthority = fields.isCertificateAuthority
-        isSelfSigned = fields.isSelfSigned
-        publicKeySHA256 = fields.publicKeySHA256
+        self = parsed
     }
 
     /// Every certificate in PEM data (other PEM blocks are skipped), or the one certificate of DER data.
