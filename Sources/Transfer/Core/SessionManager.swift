@@ -1,4 +1,3 @@
-import CTransfer
 import Dispatch
 import Foundation
 import Synchronization
@@ -646,58 +645,7 @@ public final class SessionManager: Sendable {
         if lastAfterInvalidation { notifyInvalidation() }
     }
 
-    // MARK: - Building the engine spec
-
-    /// - Parameter keepsOriginBoundHeaders: false for a hop to another origin
-    ///   than the task's first: the session's `Authorization`, `Cookie` and
-    ///   `Proxy-Authorization` headers are then left out (``RedirectPolicy``).
-    func fillSpec(_ spec: inout ct_transfer_spec, for request: Request, strings: CStrings,
-                  keepsOriginBoundHeaders: Bool = true) throws(TransferError)
-    {
-        let sessionHeaders = keepsOriginBoundHeaders ? configuration.httpAdditionalHeaders
-            : RedirectPolicy.removingOriginBoundHeaders(configuration.httpAdditionalHeaders)
-        try request.validate(additionalHeaders: sessionHeaders)
-        let headers = sessionHeaders.merging(request.headers)
-        spec.url = UnsafePointer(strings.make(request.url.absoluteString))
-        spec.method = UnsafePointer(strings.make(request.method.rawValue))
-        let lines = headers.map { "\($0.name): \($0.value)" }
-        if !lines.isEmpty {
-            spec.headers = UnsafePointer(strings.makeArray(lines))
-            spec.header_count = lines.count
-        }
-        var flags: UInt32 = 0
-        if configuration.followRedirects && !handlesRedirectsManually {
-            flags |= UInt32(CT_FLAG_FOLLOW_REDIRECTS)
-        }
-        if request.method == .head { flags |= UInt32(CT_FLAG_NO_BODY) }
-        if !configuration.acceptsCompressedResponses { flags |= UInt32(CT_FLAG_NO_DECOMPRESS) }
-        flags |= cookieFlags(for: request)   // Cookies/SessionManager+Cookies.swift
-        spec.flags = flags
-        spec.max_redirects = Int64(configuration.maxRedirects)
-        spec.max_decode_ratio = max(0, configuration.maximumDecompressionRatio)
-        spec.connect_timeout_ms = Int64(configuration.connectTimeout * 1000)
-        spec.timeout_ms = Int64(configuration.timeoutIntervalForResource * 1000)
-        // URLSession's request timeout is an idle timeout: no byte in either
-        // direction for `idle` seconds (the engine's check, ct_timeout.c).
-        let idle = request.timeoutInterval > 0 ? request.timeoutInterval : configuration.timeoutIntervalForRequest
-        if idle > 0 { spec.idle_timeout_ms = max(1, Int64((idle * 1000).rounded(.up))) }
-        if configuration.lowSpeedLimit > 0 && configuration.lowSpeedTime > 0 {
-            spec.low_speed_limit = configuration.lowSpeedLimit
-            spec.low_speed_time_s = max(1, Int64(configuration.lowSpeedTime.rounded(.up)))
-        }
-        switch configuration.httpVersion {
-        case .automatic: spec.http_version = CT_HTTP_AUTO
-        case .http1_1: spec.http_version = CT_HTTP_1_1
-        case .http2: spec.http_version = CT_HTTP_2
-        }
-        spec.client_cert = UnsafePointer(strings.make(configuration.clientCertificatePath))
-        spec.client_key = UnsafePointer(strings.make(configuration.clientKeyPath))
-        if !configuration.resolve.isEmpty {
-            spec.resolve = UnsafePointer(strings.makeArray(configuration.resolve))
-            spec.resolve_count = configuration.resolve.count
-        }
-        try configuration.proxy.fill(&spec, strings: strings)
-    }
+    // The engine spec is built in Bridging/RequestSpec.swift (fillSpec, fastSpec).
 
     // MARK: - Events from tasks (delegate queue unless noted)
 
