@@ -188,14 +188,14 @@ final class Engine: Sendable {
         // TransferSpec's one stored property is its ct_transfer_spec: same layout.
         let code = specs.withUnsafeBufferPointer { wrapped in
             wrapped.withMemoryRebound(to: ct_transfer_spec.self) { specBuffer in
-            contexts.withUnsafeBufferPointer { contextBuffer in
-                ids.withUnsafeMutableBufferPointer { idBuffer in
-                    ct_loop_submit_batch(loop, specBuffer.baseAddress!,
-                                         UnsafeRawPointer(contextBuffer.baseAddress!)
-                                             .assumingMemoryBound(to: UnsafeMutableRawPointer?.self),
-                                         specs.count, idBuffer.baseAddress!)
+                contexts.withUnsafeBufferPointer { contextBuffer in
+                    ids.withUnsafeMutableBufferPointer { idBuffer in
+                        ct_loop_submit_batch(loop, specBuffer.baseAddress!,
+                                             UnsafeRawPointer(contextBuffer.baseAddress!)
+                                                 .assumingMemoryBound(to: UnsafeMutableRawPointer?.self),
+                                             specs.count, idBuffer.baseAddress!)
+                    }
                 }
-            }
             }
         }
         guard code == CT_OK else {
