@@ -51,7 +51,7 @@ struct RateLimitHTTP2Tests {
         // The engine's measure: body bytes libcurl had received for the limited transfer but
         // not yet handed over. Bounded by one read (512 KiB) and the socket, not by the
         // 32 MiB HTTP/2 stream window of libcurl 7.88 (the old code held megabytes).
-        let held = ct_counters_peak_held(limited.counters)
+        let held = ct_counters_peak_held(limited.counterBlock.pointer)
         print("rate limit over HTTP/2: peak held \(held) bytes, limited had \(atFree) at the free one's end")
         #expect(held > 0)
         #expect(held <= 2 << 20, "libcurl held \(held) bytes for the limited transfer")
@@ -98,7 +98,7 @@ struct RateLimitHTTP2Tests {
         #expect(limitedVersion.withLock { $0 } == "1.1")
         #expect(freeOutcome.response?.httpVersion == "2")
         #expect(!limitedFinishedFirst)
-        let held = ct_counters_peak_held(limited.counters)
+        let held = ct_counters_peak_held(limited.counterBlock.pointer)
         #expect(held > 0)
         #expect(held <= 2 << 20, "libcurl held \(held) bytes for the limited transfer")
     }

@@ -313,7 +313,7 @@ struct StreamingHTTP2Tests {
         #expect(hasher.finalize() == big.sha256)
         // What libcurl kept for the paused transfer (measured at the chunk after each pause):
         // one read, not an HTTP/2 stream window.
-        let heldByLibcurl = ct_counters_peak_held(body.task.counters)
+        let heldByLibcurl = ct_counters_peak_held(body.task.counterBlock.pointer)
         print("body stream held by its consumer: engine delivered \(receivedWhileHeld) bytes while held, "
             + "libcurl held at most \(heldByLibcurl) bytes")
         #expect(heldByLibcurl > 0)

@@ -5,3 +5,8 @@ func stringFromCCharArray<T>(_ array: T) -> String {
         String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
     }
 }
+
+/// The NUL-terminated text in a C buffer filled by the engine.
+func string(fromCBuffer buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}

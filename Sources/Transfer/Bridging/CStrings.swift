@@ -25,12 +25,23 @@ final class CStrings {
     }
 
     private var arrays: [UnsafeMutablePointer<UnsafePointer<CChar>?>] = []
+    private var buffers: [UnsafeMutablePointer<UInt8>] = []
+
+    /// A copy of `bytes` that lives until `free()`.
+    func make(bytes: [UInt8]) -> UnsafePointer<UInt8> {
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: max(bytes.count, 1))
+        buffer.initialize(from: bytes, count: bytes.count)
+        buffers.append(buffer)
+        return UnsafePointer(buffer)
+    }
 
     func free() {
         for pointer in pointers { Glibc.free(pointer) }
         for array in arrays { array.deallocate() }
+        for buffer in buffers { buffer.deallocate() }
         pointers.removeAll()
         arrays.removeAll()
+        buffers.removeAll()
     }
 
     deinit { free() }

@@ -37,16 +37,40 @@ final class CounterBlock: @unchecked Sendable {
     // task and spec that borrowed it is gone.
     let pointer: UnsafeMutablePointer<ct_counters>
 
-    init() {
-        var block: UnsafeMutablePointer<ct_counters>?
-        if ct_counters_create(&block) != CT_OK || block == nil {
+    private init(pointer: UnsafeMutablePointer<ct_counters>) {
+        self.pointer = pointer
+    }
+
+    /// A zeroed block.
+    convenience init() {
+        guard let block = Self.allocate() else {
             // A 64-byte allocation failing means the process is out of memory.
             fatalError("Transfer: cannot allocate 64 bytes of counters (out of memory)")
         }
-        pointer = block!
+        self.init(pointer: block)
+    }
+
+    /// A zeroed block, or nil out of memory (for callers that fail a task instead).
+    static func make() -> CounterBlock? {
+        allocate().map { CounterBlock(pointer: $0) }
+    }
+
+    private static func allocate() -> UnsafeMutablePointer<ct_counters>? {
+        var block: UnsafeMutablePointer<ct_counters>?
+        guard ct_counters_create(&block) == CT_OK else { return nil }
+        return block
     }
 
     deinit {
         ct_counters_destroy(pointer)
     }
+
+    /// Body bytes sent so far.
+    var sent: Int64 { ct_counters_sent(pointer) }
+    /// Body bytes to send, or -1 when unknown.
+    var expectedToSend: Int64 { ct_counters_expected_to_send(pointer) }
+    /// Body bytes received so far, including a resumed offset.
+    var received: Int64 { ct_counters_received(pointer) }
+    /// Body bytes expected, or -1 until the headers say.
+    var expectedToReceive: Int64 { ct_counters_expected_to_receive(pointer) }
 }

@@ -13,6 +13,45 @@ final class EngineTrustPolicy: @unchecked Sendable {
     fileprivate init(pointer: OpaquePointer) { self.pointer = pointer }
 
     deinit { ct_trust_policy_release(pointer) }
+
+    /// A policy that refuses every chain (a public-key pin nobody has), for
+    /// a session that must fail closed; nil when out of memory.
+    static func refusingEverything() -> EngineTrustPolicy? {
+        var raw: OpaquePointer?
+        guard ct_trust_policy_create(&raw) == CT_OK, let raw else { return nil }
+        _ = ct_trust_policy_set_mode(raw, CT_PINNING_PUBLIC_KEY)
+        _ = ct_trust_policy_add_pinned_spki(raw, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+        return EngineTrustPolicy(pointer: raw)
+    }
+
+    /// Evaluates `serverTrust` against this policy in the engine, as the
+    /// handshake would (``SecurityPolicy/evaluate(serverTrust:forDomain:)``).
+    func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?) -> TrustEvaluation {
+        let anchors = serverTrust.anchors  // nil: the engine's process-wide system store
+        var result = ct_trust_result()
+        let time = serverTrust.evaluationDate.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? 0
+        let rc = withDERArrays(serverTrust.certificates.map(\.derData)) { ders, lengths, count -> ct_code in
+            guard let ders, let lengths else { return CT_E_INVALID_ARGUMENT }
+            return ct_trust_evaluate(pointer, ders, lengths, count, domain, time, anchors?.pointer, &result)
+        }
+        let message = stringFromCCharArray(result.message)
+        guard rc == CT_OK else {
+            return .chainInvalid(ChainFailure(kind: .other, verifyError: 0, message: message))
+        }
+        switch UInt32(bitPattern: result.reason) {
+        case CT_TLS_OK.rawValue:
+            return .valid
+        case CT_TLS_HOSTNAME_MISMATCH.rawValue:
+            return .hostnameMismatch(host: domain ?? "")
+        case CT_TLS_NO_PIN_MATCHED.rawValue:
+            return .noPinMatched(reason: message)
+        case CT_TLS_POLICY_INVALID.rawValue:
+            return .policyInvalid(reason: message)
+        default:
+            return .chainInvalid(ChainFailure(problem: result.chain_problem, verifyError: result.verify_error,
+                                              message: message))
+        }
+    }
 }
 
 /// The report handler and its queue, retained by the C policy (released by `release_ctx`).

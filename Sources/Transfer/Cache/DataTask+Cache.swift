@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 
 // How a data task uses the session's ResponseCache. Only reached when a
@@ -92,14 +91,5 @@ extension DataTask {
             cache.store(CachedResponse(response: response, data: stored, varyValues: varyValues), forKey: key)
         }
         return body
-    }
-}
-
-extension Outcome {
-    /// The outcome of a task the response cache answered: success, no engine detail.
-    init(cachedWith metrics: TaskMetrics, body: Data) {
-        self.init(code: CT_OK, curlCode: 0, systemErrno: 0, tlsReason: 0, verifyError: 0, httpStatus: 0,
-                  bytesOnDisk: 0, resumeOffset: 0, effectiveURL: nil, redirectURL: nil, etag: nil, lastModified: nil,
-                  filePath: nil, body: body, metrics: metrics, message: "")
     }
 }

@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 import Synchronization
 
@@ -67,7 +66,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         }
         let strings = CStrings()
         defer { strings.free() }
-        var spec: ct_transfer_spec
+        var spec: TransferSpec
         do throws(TransferError) {
             spec = try session.fastSpec(for: request, strings: strings, discardsBody: false)
         } catch {
@@ -121,14 +120,12 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
 
     // MARK: - Engine events (loop thread)
 
-    override func engineDidReceiveResponse(_ head: UnsafePointer<ct_response_head>) {
+    override func engineDidReceiveResponse(_ head: EngineResponseHead) {
         // Copied, not parsed: HTTPResponse parses on first access.
-        let head = head.pointee
         status = head.status
-        version = head.http_version
-        effectiveURL = String(cString: head.effective_url)
-        rawHeaders = String(decoding: UnsafeRawBufferPointer(start: head.raw_headers, count: head.raw_headers_length),
-                            as: UTF8.self)
+        version = head.httpVersion
+        effectiveURL = head.effectiveURL
+        rawHeaders = head.rawHeaders
     }
 
     /// Whether a raw head block has a `Set-Cookie` line: a byte scan (a
@@ -154,7 +151,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         }
     }
 
-    override func engineDidFinish(_ pointer: UnsafePointer<ct_result>) {
+    override func engineDidFinish(_ result: EngineResult) {
         var current = state.load(ordering: .acquiring)
         while current != Self.finishedMark {
             let (exchanged, seen) = state.compareExchange(expected: current, desired: Self.finishedMark,
@@ -162,7 +159,6 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             if exchanged { break }
             current = seen
         }
-        let result = pointer.pointee
         var response: HTTPResponse?
         if let rawHeaders {
             let url = effectiveURL == request.url.absoluteString ? request.url
@@ -177,51 +173,27 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             }
         }
         let value: DataResult
-        if result.code == CT_OK, let response {
-            var body = Data()
-            if let pointer = result.body, result.body_length > 0 {
-                // Adopt the C buffer without copying; ct_buffer_free releases it.
-                body = Data(bytesNoCopy: pointer, count: result.body_length, deallocator: .custom { pointer, _ in
-                    ct_buffer_free(pointer)
-                })
-            }
-            value = .success((body, response))
-        } else if result.code == CT_OK {
-            ct_buffer_free(result.body)
+        if result.succeeded, let response {
+            // The C buffer is adopted, not copied.
+            value = .success((result.takeBody(), response))
+        } else if result.succeeded {
+            result.discardBody()
             value = .failure(TransferError(.badResponse, "no response", url: request.url))
         } else {
             // Rare: the full copy of the result, as the task path makes it.
-            var error = Outcome(result).error(url: request.url)!
+            var error = result.outcome.error(url: request.url)!
             if error.response == nil { error.response = response }
             session.observation.fastRequest(request, didFailWith: error, mailbox: session.mailbox)
             value = .failure(error)
         }
-        let metrics = run?.options.collectsMetrics == true ? TaskMetrics(result.metrics) : nil
+        let metrics = run?.options.collectsMetrics == true ? result.metrics : nil
         outcome = BatchResult(index: index, result: value, metrics: metrics,
-                              bytesReceived: result.metrics.body_bytes_received)
+                              bytesReceived: result.bodyBytesReceived)
         session.engine.pass.didFinish(self)
     }
 }
 
 extension SessionManager {
-    /// The spec of a fast-path request: the session's settings, a memory (or
-    /// discarding) sink, no counters block, no progress, no disposition.
-    func fastSpec(for request: Request, strings: CStrings, discardsBody: Bool) throws(TransferError)
-        -> ct_transfer_spec
-    {
-        var spec = ct_transfer_spec()
-        ct_transfer_spec_init(&spec)
-        try fillSpec(&spec, for: request, strings: strings)
-        spec.flags |= UInt32(CT_FLAG_NO_PROGRESS)
-        if discardsBody {
-            spec.sink_kind = CT_SINK_DISCARD
-        } else {
-            spec.sink_kind = CT_SINK_MEMORY
-            spec.max_body_size = max(0, configuration.maximumResponseBodySize)
-        }
-        return spec
-    }
-
     static func invalidatedError(url: URL) -> TransferError {
         TransferError(.sessionInvalidated, "the session was invalidated; no new task can start", url: url)
     }

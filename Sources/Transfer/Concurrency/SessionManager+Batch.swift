@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 import Synchronization
 
@@ -242,7 +241,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
             }
             let strings = CStrings()
             defer { strings.free() }
-            var specs: [ct_transfer_spec] = []
+            var specs: [TransferSpec] = []
             var targets: [FastRequest] = []
             specs.reserveCapacity(window.count)
             targets.reserveCapacity(window.count)

@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 
 /// Import and export in the Netscape cookie-file format that curl reads
@@ -36,10 +35,10 @@ extension CookieStore {
         }
         let lines = try Self.cookieFileLines(data, name: url.path)
         guard let jar, !lines.isEmpty else { return }
-        let code = add(lines, to: jar, replacingAll: false)
-        guard code == CT_OK else {
-            throw TransferError(.invalidRequest, "cannot load the cookie file \(url.path): "
-                                + String(cString: ct_code_name(code)))
+        do throws(TransferError) {
+            try jar.add(lines, replacingAll: false)
+        } catch {
+            throw TransferError(.invalidRequest, "cannot load the cookie file \(url.path): " + error.message)
         }
     }
 

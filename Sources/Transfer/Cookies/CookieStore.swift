@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 
 /// A cookie jar shared by the transfers of one or more sessions: the Linux
@@ -15,8 +14,8 @@ import Foundation
 /// never see a half-made change; a method that rewrites the jar
 /// (``deleteCookie(_:)``, ``removeCookies(since:)``) holds it meanwhile.
 public final class CookieStore: @unchecked Sendable, Hashable, CustomStringConvertible {
-    // @unchecked Sendable: `jar` is set once and its C API is thread-safe
-    // (ct_cookies.h); the rest is in `state`, a Protected.
+    // @unchecked Sendable: `jar` is set once and is thread-safe (see
+    // CookieJar); the rest is in `state`, a Protected.
 
     /// Which cookies a response may store (`HTTPCookie.AcceptPolicy`).
     public enum AcceptPolicy: Sendable, Hashable {
@@ -35,7 +34,8 @@ public final class CookieStore: @unchecked Sendable, Hashable, CustomStringConve
     /// store itself: it holds nothing and ignores what it is given.
     public static let perSession = CookieStore(placeholder: ())
 
-    let jar: OpaquePointer?
+    /// libcurl's jar (Bridging/CookieJar.swift); nil for the placeholder, or when it could not be made.
+    let jar: CookieJar?
     let isPlaceholder: Bool
     private let state = Protected(State())
 
@@ -53,10 +53,9 @@ public final class CookieStore: @unchecked Sendable, Hashable, CustomStringConve
 
     /// An empty store.
     public init() {
-        var created: OpaquePointer?
         // Only out of memory (or a libcurl without cookies) fails here; the
         // store then holds nothing and sessions using it fail to start.
-        jar = ct_cookie_jar_create(&created) == CT_OK ? created : nil
+        jar = CookieJar()
         isPlaceholder = false
     }
 
@@ -64,8 +63,6 @@ public final class CookieStore: @unchecked Sendable, Hashable, CustomStringConve
         jar = nil
         isPlaceholder = true
     }
-
-    deinit { ct_cookie_jar_release(jar) }
 
     public static func == (lhs: CookieStore, rhs: CookieStore) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
@@ -102,12 +99,7 @@ public final class CookieStore: @unchecked Sendable, Hashable, CustomStringConve
 
     /// The jar as libcurl lists it, expired cookies included.
     private func rawCookies() -> [Cookie] {
-        guard let jar else { return [] }
-        var text: UnsafeMutablePointer<CChar>?
-        var length = 0
-        guard ct_cookie_jar_list(jar, &text, &length) == CT_OK, let text else { return [] }
-        defer { ct_cookie_jar_free_text(text) }
-        let lines = String(cString: text).split(separator: "\n")
+        guard let lines = jar?.netscapeLines() else { return [] }
         return lines.compactMap { Cookie(netscapeLine: $0) }
     }
 
@@ -169,16 +161,17 @@ public final class CookieStore: @unchecked Sendable, Hashable, CustomStringConve
     /// Empties the store (`resetWithCompletionHandler`'s part for cookies).
     public func resetCookies() {
         guard let jar else { return }
-        ct_cookie_jar_add(jar, nil, 0, 1)
+        jar.removeAll()
         state.withLock { $0.meta.removeAll() }
     }
 
     /// Adds `cookies` (validated) to the jar and records them.
     private func store(_ cookies: [Cookie]) throws(TransferError) {
         guard let jar, !cookies.isEmpty else { return }
-        let code = add(cookies.map(\.netscapeLine), to: jar, replacingAll: false)
-        guard code == CT_OK else {
-            throw TransferError(.invalidRequest, "cannot store cookies: \(String(cString: ct_code_name(code)))")
+        do throws(TransferError) {
+            try jar.add(cookies.map(\.netscapeLine), replacingAll: false)
+        } catch {
+            throw TransferError(.invalidRequest, "cannot store cookies: \(error.message)")
         }
         let now = Date()
         state.withLock { state in
@@ -189,21 +182,14 @@ public final class CookieStore: @unchecked Sendable, Hashable, CustomStringConve
     /// Keeps the cookies `keep` accepts, atomically for the transfers.
     private func rewrite(keeping keep: (Cookie) -> Bool) {
         guard let jar else { return }
-        ct_cookie_jar_lock(jar)
-        defer { ct_cookie_jar_unlock(jar) }
-        let all = rawCookies()
-        let kept = all.filter(keep)
-        guard kept.count != all.count else { return }
-        _ = add(kept.map(\.netscapeLine), to: jar, replacingAll: true)
-        let remaining = Set(kept.map(\.key))
-        state.withLock { state in state.meta = state.meta.filter { remaining.contains($0.key) } }
-    }
-
-    func add(_ lines: [String], to jar: OpaquePointer, replacingAll: Bool) -> ct_code {
-        let strings = CStrings()
-        defer { strings.free() }
-        let array = strings.makeArray(lines)
-        return ct_cookie_jar_add(jar, array, lines.count, replacingAll ? 1 : 0)
+        jar.withLock {
+            let all = rawCookies()
+            let kept = all.filter(keep)
+            guard kept.count != all.count else { return }
+            try? jar.add(kept.map(\.netscapeLine), replacingAll: true)
+            let remaining = Set(kept.map(\.key))
+            state.withLock { state in state.meta = state.meta.filter { remaining.contains($0.key) } }
+        }
     }
 
     // MARK: - Sessions

@@ -12,16 +12,49 @@ struct TransferEvents: Sendable {
     var onData: (@Sendable (Data) -> Bool)?
     var onFinish: @Sendable (Outcome) -> Void
     /// Pull source for streamed bodies: fill the buffer, return the count, 0 at end, -1 on error,
-    /// or `CT_READ_PAUSE` when nothing is buffered (then call ``Engine/bodyReady(_:)`` later).
+    /// or ``readPaused`` when nothing is buffered (then call ``Engine/bodyReady(_:)`` later).
     /// Must not block.
     var onRead: (@Sendable (UnsafeMutableRawBufferPointer) -> Int)?
     /// Start the streamed body again (after a redirect or an auth retry); false if impossible.
     /// Must not block: answer at once and refill the buffer elsewhere.
     var onRewind: (@Sendable () -> Bool)?
-    /// One redacted line of libcurl's trace (kind, line); only with `CT_FLAG_TRACE`.
-    var onDebug: (@Sendable (Int32, String) -> Void)?
+    /// One redacted line of libcurl's trace (kind, line); only with ``TransferFlags/trace``.
+    var onDebug: (@Sendable (TraceLineKind, String) -> Void)?
     /// The engine follows a redirect: status, from, Location as sent.
     var onRedirect: (@Sendable (Int, String, String) -> Void)?
+}
+
+extension TransferEvents {
+    /// What `onRead` answers when nothing is buffered yet (`CT_READ_PAUSE`).
+    static var readPaused: Int { Int(CT_READ_PAUSE) }
+}
+
+/// What a line of libcurl's trace is (`ct_debug_kind`).
+enum TraceLineKind: Sendable {
+    /// A response header line.
+    case headerIn
+    /// A request header line.
+    case headerOut
+    /// Anything else: curl's notes.
+    case text
+
+    init(_ kind: Int32) {
+        switch kind {
+        case Int32(CT_DEBUG_HEADER_IN.rawValue): self = .headerIn
+        case Int32(CT_DEBUG_HEADER_OUT.rawValue): self = .headerOut
+        default: self = .text
+        }
+    }
+}
+
+/// What a response's disposition tells the engine (`ct_disposition`).
+enum EngineDisposition: Sendable {
+    /// Go on as the transfer was submitted.
+    case allow
+    /// Stop the transfer (it finishes as cancelled).
+    case cancel
+    /// Write the body to a file at `path` from now on (become-download).
+    case becomeFile(path: String)
 }
 
 /// The response head as the engine reports it.
@@ -100,7 +133,7 @@ final class Engine: Sendable {
                 Unmanaged.passUnretained(mailbox).release()
                 throw TransferError(.internalError, "cannot start the transfer engine: the cookie store has no jar")
             }
-            config.cookie_jar = jar
+            config.cookie_jar = jar.pointer
         }
         var created: OpaquePointer?
         let code: ct_code = configuration.caFile.withOptionalCString { caFile in
@@ -125,16 +158,16 @@ final class Engine: Sendable {
     }
 
     /// Submits a transfer. On success `events.onFinish` runs exactly once.
-    func submit(_ spec: inout ct_transfer_spec, events: TransferEvents) -> Result<UInt64, TransferError> {
+    func submit(_ spec: inout TransferSpec, events: TransferEvents) -> Result<UInt64, TransferError> {
         submit(&spec, target: EventBox(events))
     }
 
     /// Submits a transfer whose engine events go to `target`. On success
     /// the target's ``EngineTarget/engineDidFinish(_:)`` runs exactly once.
-    func submit(_ spec: inout ct_transfer_spec, target: EngineTarget) -> Result<UInt64, TransferError> {
+    func submit(_ spec: inout TransferSpec, target: EngineTarget) -> Result<UInt64, TransferError> {
         let box = Unmanaged.passRetained(target)
         var id: UInt64 = 0
-        let code = ct_loop_submit(loop, &spec, box.toOpaque(), &id)
+        let code = ct_loop_submit(loop, &spec.raw, box.toOpaque(), &id)
         guard code == CT_OK else {
             // Nothing was queued: no callback will run, the box is ours again.
             box.release()
@@ -147,18 +180,21 @@ final class Engine: Sendable {
     /// Submits `specs.count` transfers in one engine command (one lock, one
     /// wake-up). All or nothing: on success every target's finish runs
     /// exactly once and `ids[i]` names `targets[i]`'s transfer.
-    func submitBatch(_ specs: [ct_transfer_spec], targets: [EngineTarget]) -> Result<[UInt64], TransferError> {
+    func submitBatch(_ specs: [TransferSpec], targets: [EngineTarget]) -> Result<[UInt64], TransferError> {
         precondition(specs.count == targets.count, "Engine.submitBatch: one target per spec")
         if specs.isEmpty { return .success([]) }
         let contexts: [UnsafeMutableRawPointer?] = targets.map { Unmanaged.passRetained($0).toOpaque() }
         var ids = [UInt64](repeating: 0, count: specs.count)
-        let code = specs.withUnsafeBufferPointer { specBuffer in
-            contexts.withUnsafeBufferPointer { contextBuffer in
-                ids.withUnsafeMutableBufferPointer { idBuffer in
-                    ct_loop_submit_batch(loop, specBuffer.baseAddress!,
-                                         UnsafeRawPointer(contextBuffer.baseAddress!)
-                                             .assumingMemoryBound(to: UnsafeMutableRawPointer?.self),
-                                         specs.count, idBuffer.baseAddress!)
+        // TransferSpec's one stored property is its ct_transfer_spec: same layout.
+        let code = specs.withUnsafeBufferPointer { wrapped in
+            wrapped.withMemoryRebound(to: ct_transfer_spec.self) { specBuffer in
+                contexts.withUnsafeBufferPointer { contextBuffer in
+                    ids.withUnsafeMutableBufferPointer { idBuffer in
+                        ct_loop_submit_batch(loop, specBuffer.baseAddress!,
+                                             UnsafeRawPointer(contextBuffer.baseAddress!)
+                                                 .assumingMemoryBound(to: UnsafeMutableRawPointer?.self),
+                                             specs.count, idBuffer.baseAddress!)
+                    }
                 }
             }
         }
@@ -191,10 +227,10 @@ final class Engine: Sendable {
     func bodyReady(_ id: UInt64) -> ct_code { ct_loop_body_ready(loop, id) }
 
     /// A stream consumer drained its buffer after `onData` answered true: the
-    /// transfer may deliver again. CT_E_NO_MEMORY loses the wake-up: the
-    /// caller must fail the task.
+    /// transfer may deliver again. Returns false when the wake-up was lost
+    /// (CT_E_NO_MEMORY): the caller must fail the task.
     @discardableResult
-    func consumerReady(_ id: UInt64) -> ct_code { ct_loop_consumer_ready(loop, id) }
+    func consumerReady(_ id: UInt64) -> Bool { ct_loop_consumer_ready(loop, id) != CT_E_NO_MEMORY }
 
     @discardableResult
     func pause(_ id: UInt64) -> ct_code { ct_loop_pause(loop, id) }
@@ -203,8 +239,13 @@ final class Engine: Sendable {
     func resume(_ id: UInt64) -> ct_code { ct_loop_resume(loop, id) }
 
     @discardableResult
-    func setDisposition(_ id: UInt64, _ disposition: ct_disposition, path: String? = nil) -> ct_code {
-        path.withOptionalCString { ct_loop_set_disposition(loop, id, disposition, $0) }
+    func setDisposition(_ id: UInt64, _ disposition: EngineDisposition) -> ct_code {
+        switch disposition {
+        case .allow: ct_loop_set_disposition(loop, id, CT_DISPOSITION_ALLOW, nil)
+        case .cancel: ct_loop_set_disposition(loop, id, CT_DISPOSITION_CANCEL, nil)
+        case .becomeFile(let path):
+            path.withCString { ct_loop_set_disposition(loop, id, CT_DISPOSITION_BECOME_FILE, $0) }
+        }
     }
 
     @discardableResult
@@ -219,8 +260,8 @@ final class Engine: Sendable {
 
     /// Installs a trust policy (retained by the loop; nil removes it).
     @discardableResult
-    func setTrustPolicy(_ policy: OpaquePointer?) -> ct_code {
-        ct_loop_set_trust_policy(loop, policy)
+    func setTrustPolicy(_ policy: EngineTrustPolicy?) -> ct_code {
+        ct_loop_set_trust_policy(loop, policy?.pointer)
     }
 
     var activeCount: Int64 { ct_loop_active_count(loop) }
@@ -257,12 +298,12 @@ final class Engine: Sendable {
 /// trampoline (exactly one finish per transfer). Every method runs on the
 /// loop thread and must only copy and hand over.
 class EngineTarget {
-    func engineDidReceiveResponse(_ head: UnsafePointer<ct_response_head>) {}
+    func engineDidReceiveResponse(_ head: EngineResponseHead) {}
     func engineDidProgress(_ progress: UnsafePointer<ct_progress>) {}
     /// True: hold the transfer until ``Engine/consumerReady(_:)``.
     func engineDidReceiveData(_ bytes: UnsafeRawPointer, count: Int) -> Bool { false }
     /// Last of all; `result` is valid during the call only (its body is ours).
-    func engineDidFinish(_ result: UnsafePointer<ct_result>) {}
+    func engineDidFinish(_ result: EngineResult) {}
     func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int64 { -1 }
     func engineRewind() -> Int32 { -1 }
 }
@@ -272,8 +313,8 @@ private final class EventBox: EngineTarget {
     let events: TransferEvents
     init(_ events: TransferEvents) { self.events = events }
 
-    override func engineDidReceiveResponse(_ head: UnsafePointer<ct_response_head>) {
-        events.onResponse?(ResponseHead(head.pointee))
+    override func engineDidReceiveResponse(_ head: EngineResponseHead) {
+        events.onResponse?(ResponseHead(head.pointer.pointee))
     }
 
     override func engineDidProgress(_ progress: UnsafePointer<ct_progress>) {
@@ -288,8 +329,8 @@ private final class EventBox: EngineTarget {
         events.onData?(Data(bytes: bytes, count: count)) ?? false
     }
 
-    override func engineDidFinish(_ result: UnsafePointer<ct_result>) {
-        events.onFinish(Outcome(result.pointee))
+    override func engineDidFinish(_ result: EngineResult) {
+        events.onFinish(Outcome(result.pointer.pointee))
     }
 
     override func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int64 {
@@ -309,7 +350,8 @@ extension Engine {
         var cb = ct_callbacks()
         cb.on_response = { ctx, head in
             guard let ctx else { return }
-            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineDidReceiveResponse(head)
+            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue()
+                .engineDidReceiveResponse(EngineResponseHead(pointer: head))
         }
         cb.on_progress = { ctx, progress in
             guard let ctx else { return }
@@ -324,7 +366,7 @@ extension Engine {
         cb.on_finish = { ctx, result in
             guard let ctx else { return }
             // Balances the passRetained in submit().
-            Unmanaged<EngineTarget>.fromOpaque(ctx).takeRetainedValue().engineDidFinish(result)
+            Unmanaged<EngineTarget>.fromOpaque(ctx).takeRetainedValue().engineDidFinish(EngineResult(pointer: result))
         }
         cb.on_read = { ctx, buffer, capacity in
             guard let ctx else { return -1 }
@@ -348,7 +390,7 @@ extension Engine {
             guard let ctx else { return }
             let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
             guard let handler = box.events.onDebug else { return }
-            handler(kind, String(decoding: UnsafeRawBufferPointer(start: line, count: length), as: UTF8.self))
+            handler(TraceLineKind(kind), String(decoding: UnsafeRawBufferPointer(start: line, count: length), as: UTF8.self))
         }
         cb.on_redirect = { ctx, status, from, location in
             guard let ctx else { return }
@@ -407,6 +449,13 @@ extension Outcome {
         }
         metrics = TaskMetrics(r.metrics)
         message = stringFromCCharArray(r.message)
+    }
+
+    /// The outcome of a task the response cache answered: success, no engine detail.
+    init(cachedWith metrics: TaskMetrics, body: Data) {
+        self.init(code: CT_OK, curlCode: 0, systemErrno: 0, tlsReason: 0, verifyError: 0, httpStatus: 0,
+                  bytesOnDisk: 0, resumeOffset: 0, effectiveURL: nil, redirectURL: nil, etag: nil, lastModified: nil,
+                  filePath: nil, body: body, metrics: metrics, message: "")
     }
 
     /// The public error for a failed outcome (nil on success).

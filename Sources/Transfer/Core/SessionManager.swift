@@ -1,4 +1,3 @@
-import CTransfer
 import Dispatch
 import Foundation
 import Synchronization
@@ -194,9 +193,8 @@ public final class SessionManager: Sendable {
     /// Refuses every new TLS connection until a valid policy is installed.
     private func failClosed(_ error: TransferError) {
         state.withLock { $0.securityPolicyError = error }
-        let refusing = Self.refuseEverything(error)
-        engine.setTrustPolicy(refusing)
-        if let refusing { ct_trust_policy_release(refusing) }   // the loop holds its own reference
+        // The loop keeps its own reference; ours goes with this scope.
+        engine.setTrustPolicy(EngineTrustPolicy.refusingEverything())
     }
 
     private func installSecurityPolicy(_ policy: SecurityPolicy) throws(TransferError) {
@@ -234,16 +232,7 @@ public final class SessionManager: Sendable {
             $0.securityPolicy = given
             $0.securityPolicyError = nil
         }
-        engine.setTrustPolicy(engineSide.pointer)   // the loop retains its own reference
-    }
-
-    /// An engine policy that refuses every chain: a certificate pin nobody has.
-    private static func refuseEverything(_ error: TransferError) -> OpaquePointer? {
-        var raw: OpaquePointer?
-        guard ct_trust_policy_create(&raw) == CT_OK, let raw else { return nil }
-        _ = ct_trust_policy_set_mode(raw, CT_PINNING_PUBLIC_KEY)
-        _ = ct_trust_policy_add_pinned_spki(raw, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
-        return raw
+        engine.setTrustPolicy(engineSide)   // the loop retains its own reference
     }
 
     /// Engine thread, mid-handshake: asks, on the delegate queue (user code
@@ -327,7 +316,7 @@ public final class SessionManager: Sendable {
 
     private func substitutingChallengeFailure(_ error: TransferError?, of task: TransferTask) -> TransferError? {
         guard let error, error.code == .serverTrustRejected,
-            error.tlsReason == Int32(CT_TLS_REJECTED_BY_DELEGATE.rawValue)
+            error.trustFailureReason == .rejectedByDelegate
         else { return error }
         let urls = [error.url, task.currentRequest?.url, task.originalRequest.url].compactMap { $0 }
         let found = state.withLock { state -> TransferError? in
@@ -656,58 +645,7 @@ public final class SessionManager: Sendable {
         if lastAfterInvalidation { notifyInvalidation() }
     }
 
-    // MARK: - Building the engine spec
-
-    /// - Parameter keepsOriginBoundHeaders: false for a hop to another origin
-    ///   than the task's first: the session's `Authorization`, `Cookie` and
-    ///   `Proxy-Authorization` headers are then left out (``RedirectPolicy``).
-    func fillSpec(_ spec: inout ct_transfer_spec, for request: Request, strings: CStrings,
-                  keepsOriginBoundHeaders: Bool = true) throws(TransferError)
-    {
-        let sessionHeaders = keepsOriginBoundHeaders ? configuration.httpAdditionalHeaders
-            : RedirectPolicy.removingOriginBoundHeaders(configuration.httpAdditionalHeaders)
-        try request.validate(additionalHeaders: sessionHeaders)
-        let headers = sessionHeaders.merging(request.headers)
-        spec.url = UnsafePointer(strings.make(request.url.absoluteString))
-        spec.method = UnsafePointer(strings.make(request.method.rawValue))
-        let lines = headers.map { "\($0.name): \($0.value)" }
-        if !lines.isEmpty {
-            spec.headers = UnsafePointer(strings.makeArray(lines))
-            spec.header_count = lines.count
-        }
-        var flags: UInt32 = 0
-        if configuration.followRedirects && !handlesRedirectsManually {
-            flags |= UInt32(CT_FLAG_FOLLOW_REDIRECTS)
-        }
-        if request.method == .head { flags |= UInt32(CT_FLAG_NO_BODY) }
-        if !configuration.acceptsCompressedResponses { flags |= UInt32(CT_FLAG_NO_DECOMPRESS) }
-        flags |= cookieFlags(for: request)   // Cookies/SessionManager+Cookies.swift
-        spec.flags = flags
-        spec.max_redirects = Int64(configuration.maxRedirects)
-        spec.max_decode_ratio = max(0, configuration.maximumDecompressionRatio)
-        spec.connect_timeout_ms = Int64(configuration.connectTimeout * 1000)
-        spec.timeout_ms = Int64(configuration.timeoutIntervalForResource * 1000)
-        // URLSession's request timeout is an idle timeout: no byte in either
-        // direction for `idle` seconds (the engine's check, ct_timeout.c).
-        let idle = request.timeoutInterval > 0 ? request.timeoutInterval : configuration.timeoutIntervalForRequest
-        if idle > 0 { spec.idle_timeout_ms = max(1, Int64((idle * 1000).rounded(.up))) }
-        if configuration.lowSpeedLimit > 0 && configuration.lowSpeedTime > 0 {
-            spec.low_speed_limit = configuration.lowSpeedLimit
-            spec.low_speed_time_s = max(1, Int64(configuration.lowSpeedTime.rounded(.up)))
-        }
-        switch configuration.httpVersion {
-        case .automatic: spec.http_version = CT_HTTP_AUTO
-        case .http1_1: spec.http_version = CT_HTTP_1_1
-        case .http2: spec.http_version = CT_HTTP_2
-        }
-        spec.client_cert = UnsafePointer(strings.make(configuration.clientCertificatePath))
-        spec.client_key = UnsafePointer(strings.make(configuration.clientKeyPath))
-        if !configuration.resolve.isEmpty {
-            spec.resolve = UnsafePointer(strings.makeArray(configuration.resolve))
-            spec.resolve_count = configuration.resolve.count
-        }
-        try configuration.proxy.fill(&spec, strings: strings)
-    }
+    // The engine spec is built in Bridging/RequestSpec.swift (fillSpec, fastSpec).
 
     // MARK: - Events from tasks (delegate queue unless noted)
 

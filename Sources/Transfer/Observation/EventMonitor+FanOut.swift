@@ -1,4 +1,3 @@
-import CTransfer
 import Dispatch
 import Foundation
 import Logging
@@ -17,7 +16,7 @@ final class SessionObservation: Sendable {
     /// Precomputed from the logger's level (read once, when the session is made).
     let logsDebug: Bool
     let logsErrors: Bool
-    /// libcurl's verbose trace is asked for (``CT_FLAG_TRACE``).
+    /// libcurl's verbose trace is asked for (``TransferFlags/trace``).
     let tracesCurl: Bool
     private let monitorsPresent: Atomic<Bool>
     private let monitors: Protected<[any EventMonitor]>
@@ -233,13 +232,13 @@ final class SessionObservation: Sendable {
 
     /// One redacted line of libcurl's trace: posted to the delegate queue
     /// (the logger's handler is user code and never runs on the engine).
-    func trace(_ task: TransferTask, kind: Int32, line: String) {
+    func trace(_ task: TransferTask, kind: TraceLineKind, line: String) {
         guard tracesCurl, let logger else { return }
         let prefix: String
         switch kind {
-        case Int32(CT_DEBUG_HEADER_IN.rawValue): prefix = "< "
-        case Int32(CT_DEBUG_HEADER_OUT.rawValue): prefix = "> "
-        default: prefix = "* "
+        case .headerIn: prefix = "< "
+        case .headerOut: prefix = "> "
+        case .text: prefix = "* "
         }
         let meta = metadata(task)
         // Header values were redacted in the engine; URLs in request lines

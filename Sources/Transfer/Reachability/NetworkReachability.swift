@@ -1,4 +1,3 @@
-import CTransfer
 import Dispatch
 import Foundation
 import Synchronization
@@ -118,14 +117,7 @@ public final class NetworkReachability: Sendable {
     ///   netlink socket cannot be opened, e.g. under a seccomp profile that forbids it.
     public func startMonitoring() throws(TransferError) {
         if state.withLock({ $0.source != nil }) { return }
-        var fd: Int32 = -1
-        var err: Int32 = 0
-        guard ct_netlink_monitor_open(&fd, &err) == CT_OK else {
-            var error = TransferError(
-                .transport, "cannot open a NETLINK_ROUTE socket: \(String(cString: strerror(err)))")
-            error.systemErrno = err
-            throw error
-        }
+        let fd = try Self.openRouteMonitor()   // Bridging/NetworkReachability+Netlink.swift
         let queue = self.queue
         let generation: Int? = state.withLock { state in
             // Another thread may have started in the meantime: keep its source.
@@ -135,8 +127,7 @@ public final class NetworkReachability: Sendable {
             let source = ReadSource(fd: fd, queue: queue)
             source.source.setEventHandler { [weak self] in
                 // Read everything queued, then evaluate once for the whole burst.
-                let events = ct_netlink_monitor_drain(fd)
-                if events != 0 { self?.refresh(generation: generation) }
+                if Self.drainRouteMonitor(fd) { self?.refresh(generation: generation) }
             }
             source.source.setCancelHandler { close(fd) }
             source.source.resume()
@@ -200,77 +191,6 @@ public final class NetworkReachability: Sendable {
             }
             return Self.status(for: addresses)
         }
-    }
-
-    private static func defaultRouteStatus() -> ReachabilityStatus {
-        var failed = false
-        for family in [AF_INET, AF_INET6] {
-            var info = ct_route_info()
-            var err: Int32 = 0
-            switch ct_netlink_default_route(Int32(family), &info, &err) {
-            case CT_OK:
-                return .reachable(interfaceKind(info))
-            case CT_E_NOT_FOUND:
-                continue
-            default:
-                failed = true
-            }
-        }
-        return failed ? .unknown : .notReachable
-    }
-
-    private static func status(for addresses: [IPAddress]) -> ReachabilityStatus {
-        var failed = false
-        for address in addresses {
-            var info = ct_route_info()
-            var err: Int32 = 0
-            let code = address.withBytes { ct_netlink_route_get(address.family, $0, &info, &err) }
-            switch code {
-            case CT_OK where isUsable(info):
-                return .reachable(interfaceKind(info))
-            case CT_OK, CT_E_NOT_FOUND:
-                continue
-            default:
-                failed = true
-            }
-        }
-        return failed ? .unknown : .notReachable
-    }
-
-    // IFF_UP and IFF_RUNNING from <net/if.h>; spelled out because Glibc
-    // imports them with different integer types across versions.
-    private static let linkUp: UInt32 = 0x1
-    private static let linkRunning: UInt32 = 0x40
-    private static let arphrdEther: UInt16 = 1
-    private static let rtnUnicast: UInt8 = 1
-    private static let rtnLocal: UInt8 = 2
-
-    private static func isUsable(_ info: ct_route_info) -> Bool {
-        guard info.route_type == rtnUnicast || info.route_type == rtnLocal else { return false }
-        return info.link_flags & linkUp != 0 && info.link_flags & linkRunning != 0
-    }
-
-    /// Wi-Fi and WWAN by sysfs, Ethernet by link type, everything else (loopback too) `.other`.
-    ///
-    /// - Parameter sysfs: The directory of interfaces (`/sys/class/net`; a test may pass another).
-    static func interfaceKind(_ info: ct_route_info, sysfs: String = "/sys/class/net") -> ReachabilityInterface {
-        let name = withUnsafeBytes(of: info.ifname) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
-        // An interface name never contains "/" or is "." / ".."; refuse to build odd paths anyway.
-        if !name.isEmpty, !name.contains("/"), name != ".", name != ".." {
-            let base = sysfs + "/" + name
-            if FileManager.default.fileExists(atPath: base + "/wireless") { return .wifi }
-            if let uevent = try? String(contentsOfFile: base + "/uevent", encoding: .utf8) {
-                let lines = uevent.split(separator: "\n")
-                if lines.contains("DEVTYPE=wlan") { return .wifi }
-                // The WWAN core and the USB modem drivers name their netdevs'
-                // device type "wwan", whatever the link type (ARPHRD_ETHER,
-                // ARPHRD_RAWIP or ARPHRD_NONE).
-                if lines.contains("DEVTYPE=wwan") { return .wwan }
-            }
-        }
-        return info.link_type == arphrdEther ? .ethernet : .other
     }
 }
 

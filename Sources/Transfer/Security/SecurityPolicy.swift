@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 
 /// Decides whether a server is trusted: AFNetworking's `AFSecurityPolicy`, evaluated by OpenSSL
@@ -91,30 +90,7 @@ public struct SecurityPolicy: Sendable {
         } catch {
             return .policyInvalid(reason: error.message)
         }
-        let anchors = serverTrust.anchors  // nil: the engine's process-wide system store
-        var result = ct_trust_result()
-        let time = serverTrust.evaluationDate.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? 0
-        let rc = withDERArrays(serverTrust.certificates.map(\.derData)) { ders, lengths, count -> ct_code in
-            guard let ders, let lengths else { return CT_E_INVALID_ARGUMENT }
-            return ct_trust_evaluate(engine.pointer, ders, lengths, count, domain, time, anchors?.pointer, &result)
-        }
-        let message = stringFromCCharArray(result.message)
-        guard rc == CT_OK else {
-            return .chainInvalid(ChainFailure(kind: .other, verifyError: 0, message: message))
-        }
-        switch UInt32(bitPattern: result.reason) {
-        case CT_TLS_OK.rawValue:
-            return .valid
-        case CT_TLS_HOSTNAME_MISMATCH.rawValue:
-            return .hostnameMismatch(host: domain ?? "")
-        case CT_TLS_NO_PIN_MATCHED.rawValue:
-            return .noPinMatched(reason: message)
-        case CT_TLS_POLICY_INVALID.rawValue:
-            return .policyInvalid(reason: message)
-        default:
-            return .chainInvalid(ChainFailure(problem: result.chain_problem, verifyError: result.verify_error,
-                                              message: message))
-        }
+        return engine.evaluate(serverTrust, forDomain: domain)   // Bridging/SecurityPolicy+Engine.swift
     }
 
     /// Checks what can be checked before any connection: pinned keys, host rule patterns and the

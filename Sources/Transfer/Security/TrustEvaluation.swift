@@ -1,5 +1,3 @@
-import CTransfer
-
 /// The outcome of ``SecurityPolicy/evaluate(serverTrust:forDomain:)``: trusted, or why not.
 public enum TrustEvaluation: Sendable, Hashable, CustomStringConvertible {
     /// The chain satisfies the policy.
@@ -27,18 +25,6 @@ public enum TrustEvaluation: Sendable, Hashable, CustomStringConvertible {
         case .noPinMatched(let reason): "no pin matched: \(reason)"
         case .policyInvalid(let reason): "policy invalid: \(reason)"
         case .rejectedByChallengeHandler: "refused by the server-trust challenge handler"
-        }
-    }
-
-    /// The engine's reason code (`ct_tls_reason`), as carried by ``TransferError/tlsReason``.
-    public var reasonCode: Int32 {
-        switch self {
-        case .valid: Int32(CT_TLS_OK.rawValue)
-        case .chainInvalid: Int32(CT_TLS_CHAIN_INVALID.rawValue)
-        case .hostnameMismatch: Int32(CT_TLS_HOSTNAME_MISMATCH.rawValue)
-        case .noPinMatched: Int32(CT_TLS_NO_PIN_MATCHED.rawValue)
-        case .policyInvalid: Int32(CT_TLS_POLICY_INVALID.rawValue)
-        case .rejectedByChallengeHandler: Int32(CT_TLS_REJECTED_BY_DELEGATE.rawValue)
         }
     }
 }
@@ -73,19 +59,6 @@ public struct ChainFailure: Sendable, Hashable {
         self.kind = kind
         self.verifyError = verifyError
         self.message = message
-    }
-
-    init(problem: Int32, verifyError: Int32, message: String) {
-        let kind: Kind =
-            switch UInt32(bitPattern: problem) {
-            case CT_CHAIN_EXPIRED.rawValue: .expired
-            case CT_CHAIN_NOT_YET_VALID.rawValue: .notYetValid
-            case CT_CHAIN_UNKNOWN_ISSUER.rawValue: .unknownIssuer
-            case CT_CHAIN_SELF_SIGNED.rawValue: .selfSigned
-            case CT_CHAIN_BAD_SIGNATURE.rawValue: .badSignature
-            default: .other
-            }
-        self.init(kind: kind, verifyError: verifyError, message: message)
     }
 }
 
@@ -135,9 +108,8 @@ extension TrustEvaluation {
         case .policyInvalid:
             self = .policyInvalid(reason: message)
         case .chainInvalid, .handshake:
-            self = .chainInvalid(
-                ChainFailure(problem: Int32(ct_chain_problem_from_verify_error(verifyError).rawValue),
-                             verifyError: verifyError, message: message))
+            // The kind comes from OpenSSL's verify error (Bridging/TrustEvaluation+Engine.swift).
+            self = .chainInvalid(ChainFailure(verifyError: verifyError, message: message))
         }
     }
 }

@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 
 /// Reads a streamed upload body (`InputStream`) on a thread of its own into a
@@ -7,8 +6,8 @@ import Foundation
 /// transfers of the session.
 ///
 /// - ``read(into:)`` runs on the engine thread: it takes what is buffered, or
-///   answers `CT_READ_PAUSE` when nothing is, and the reader thread calls
-///   `notify` (which queues `ct_loop_body_ready`) once bytes, the end or an
+///   answers ``TransferEvents/readPaused`` when nothing is, and the reader thread calls
+///   `notify` (which queues ``Engine/bodyReady(_:)``) once bytes, the end or an
 ///   error arrive.
 /// - ``rewind()`` runs on the engine thread too (a redirect or an auth retry
 ///   needs the body again): it drops the buffer and answers at once; a new
@@ -68,7 +67,7 @@ final class BodyStreamPump: @unchecked Sendable {
     var failureReason: String? { condition.withLock { failure } }
 
     /// Engine thread: copies buffered bytes into `target`. Returns the count,
-    /// 0 at the end of the stream, -1 after an error, or `CT_READ_PAUSE`.
+    /// 0 at the end of the stream, -1 after an error, or ``TransferEvents/readPaused``.
     func read(into target: UnsafeMutableRawBufferPointer) -> Int {
         condition.lock()
         defer { condition.unlock() }
@@ -91,7 +90,7 @@ final class BodyStreamPump: @unchecked Sendable {
         if failure != nil { return -1 }
         if ended { return 0 }
         waiting = true
-        return Int(CT_READ_PAUSE)
+        return TransferEvents.readPaused
     }
 
     /// Engine thread: forgets the current stream and starts over with a fresh

@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 import Synchronization
 
@@ -21,7 +20,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     let completionHandler: CompletionHandler?
     private let chunks = Protected<Data?>(nil)
-    /// Chunks go to a hook, a delegate or a body stream (`CT_SINK_STREAM`).
+    /// Chunks go to a hook, a delegate or a body stream (a streaming sink).
     let streaming: Bool
     /// Streamed chunks are also kept for the completion (opt-in, bounded).
     private let accumulates: Bool
@@ -56,14 +55,14 @@ public class DataTask: TransferTask, @unchecked Sendable {
         super.init(session: session, identifier: identifier, request: request, delegate: delegate)
     }
 
-    override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
-        spec.sink_kind = discardsBody ? CT_SINK_DISCARD : streaming ? CT_SINK_STREAM : CT_SINK_MEMORY
+    override func configure(_ spec: inout TransferSpec, strings: CStrings) throws(TransferError) {
+        spec.sink = discardsBody ? .discard : streaming ? .stream : .memory
         // What is kept in memory is bounded; a body only streamed through is not.
-        if spec.sink_kind == CT_SINK_MEMORY || accumulates {
-            spec.max_body_size = max(0, session.configuration.maximumResponseBodySize)
+        if spec.sink == .memory || accumulates {
+            spec.maxBodySize = max(0, session.configuration.maximumResponseBodySize)
         }
         // Its reader paces it: over HTTP/1.1, where a pause stops reading the socket.
-        if bodyBuffer != nil { spec.flags |= UInt32(CT_FLAG_CONSUMER_PACED) }
+        if bodyBuffer != nil { spec.flags.insert(.consumerPaced) }
     }
 
     override func wantsDisposition() -> Bool {
@@ -125,7 +124,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
         switch disposition {
         case .allow:
             // No id: cancelled meanwhile, and the engine is already told.
-            if let id = core.withLock({ $0.life.engineID }) { session.engine.setDisposition(id, CT_DISPOSITION_ALLOW) }
+            if let id = core.withLock({ $0.life.engineID }) { session.engine.setDisposition(id, .allow) }
         case .cancel:
             cancel()
         case .becomeDownload:
@@ -167,10 +166,10 @@ public class DataTask: TransferTask, @unchecked Sendable {
         do throws(TransferError) {
             try TemporaryFolder.prepare(session.temporaryDirectory.path)
         } catch {
-            session.engine.setDisposition(engineID, CT_DISPOSITION_CANCEL)
+            session.engine.setDisposition(engineID, .cancel)
             return
         }
-        session.engine.setDisposition(engineID, CT_DISPOSITION_BECOME_FILE, path: download.temporaryPath)
+        session.engine.setDisposition(engineID, .becomeFile(path: download.temporaryPath))
     }
 
     /// On the delegate queue, after the download task that took the transfer
@@ -235,7 +234,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
     /// of leaving it held for ever.
     func consumerDidDrain() {
         guard let id = core.withLock({ $0.life.engineID }) else { return }
-        if session.engine.consumerReady(id) == CT_E_NO_MEMORY { cancel() }
+        if !session.engine.consumerReady(id) { cancel() }
     }
 
     override func discardHopResult() {
@@ -283,18 +282,14 @@ public final class UploadTask: DataTask, @unchecked Sendable {
                    bodyBuffer: bodyBuffer, completionHandler: completionHandler)
     }
 
-
-    override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
+    override func configure(_ spec: inout TransferSpec, strings: CStrings) throws(TransferError) {
         try super.configure(&spec, strings: strings)
         switch body {
         case .data(let data):
             // The engine borrows the bytes until finish: keep one copy of our own
             // for every hop (a redirect or 401 hop sends the same bytes again; freed
             // in deinit, which cannot run before the last finish callback).
-            let pointer = source.buffer(copying: data)
-            spec.body_kind = CT_BODY_MEMORY
-            spec.body_data = UnsafeRawPointer(pointer)
-            spec.body_length = Int64(data.count)
+            spec.setBody(source.body(copying: data))
         case .file(let url, let offset, let length):
             guard url.isFileURL else {
                 throw TransferError(.invalidRequest, "upload body is not a file URL: \(url)", url: originalRequest.url)
@@ -305,10 +300,7 @@ public final class UploadTask: DataTask, @unchecked Sendable {
                 error.systemErrno = ENOENT
                 throw error
             }
-            spec.body_kind = CT_BODY_FILE
-            spec.body_path = UnsafePointer(strings.make(url.path))
-            spec.body_offset = offset
-            spec.body_length = length ?? -1
+            spec.setBody(file: url.path, offset: offset, length: length ?? -1, strings: strings)
         case .stream(let provider, let length):
             guard let first = provider.makeStream() else {
                 throw TransferError(.invalidRequest, "the body stream provider gave no stream", url: originalRequest.url)
@@ -327,8 +319,7 @@ public final class UploadTask: DataTask, @unchecked Sendable {
             })
             source.replacePump(with: pump)
             pump.start(first)
-            spec.body_kind = CT_BODY_PULL
-            spec.body_length = length ?? -1
+            spec.setPulledBody(length: length ?? -1)
         }
     }
 
@@ -368,20 +359,19 @@ public final class UploadTask: DataTask, @unchecked Sendable {
 /// @unchecked Sendable: both fields are guarded by `lock`.
 private final class BodySource: @unchecked Sendable {
     private let lock = NSLock()
-    private var buffer: UnsafeMutableRawPointer?
+    private var copy: LentBody?
     private var currentPump: BodyStreamPump?
 
     /// The task's copy of `data`, made at the first hop and reused by later ones
-    /// (each hop used to make a new copy and lose the previous one).
-    func buffer(copying data: Data) -> UnsafeMutableRawPointer {
+    /// (each hop used to make a new copy and lose the previous one). Held
+    /// until the task goes, which cannot happen before the last finish
+    /// callback, after which the engine no longer reads it.
+    func body(copying data: Data) -> LentBody {
         lock.withLock {
-            if let buffer { return buffer }
-            let pointer = UnsafeMutableRawPointer.allocate(byteCount: max(data.count, 1), alignment: 16)
-            data.withUnsafeBytes { raw in
-                if let base = raw.baseAddress { pointer.copyMemory(from: base, byteCount: raw.count) }
-            }
-            buffer = pointer
-            return pointer
+            if let copy { return copy }
+            let made = LentBody(copying: data)
+            copy = made
+            return made
         }
     }
 
@@ -395,10 +385,4 @@ private final class BodySource: @unchecked Sendable {
     }
 
     var pump: BodyStreamPump? { lock.withLock { currentPump } }
-
-    deinit {
-        // The task (and so this source) outlives the engine's finish callback,
-        // after which the engine no longer reads the buffer.
-        buffer?.deallocate()
-    }
 }

@@ -1,4 +1,3 @@
-import CTransfer
 import Foundation
 import Synchronization
 
@@ -21,9 +20,8 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     let completionHandler: CompletionHandler?
     let resume: ResumeData?
     let options: DownloadOptions
-    /// The expected digest's 32 bytes, owned by the task (freed in deinit),
-    /// or nil; `digestError` when the hex in `options` is bad.
-    private let expectedDigest: UnsafeMutablePointer<UInt8>?
+    /// The expected digest's 32 bytes, or nil; `digestError` when the hex in `options` is bad.
+    private let expectedDigest: [UInt8]?
     private let digestError: TransferError?
     /// Where the engine writes when the destination is only known at the end.
     let temporaryPath: String
@@ -50,13 +48,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         self.resume = resume
         self.options = options
         do throws(TransferError) {
-            if let bytes = try options.expectedDigest() {
-                let pointer = UnsafeMutablePointer<UInt8>.allocate(capacity: 32)
-                pointer.initialize(from: bytes, count: 32)
-                expectedDigest = pointer
-            } else {
-                expectedDigest = nil
-            }
+            expectedDigest = try options.expectedDigest()
             digestError = nil
         } catch {
             expectedDigest = nil
@@ -72,21 +64,16 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         }
     }
 
-    deinit {
-        expectedDigest?.deallocate()
-    }
-
-    override func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
+    override func configure(_ spec: inout TransferSpec, strings: CStrings) throws(TransferError) {
         if let digestError { throw digestError }
-        spec.sink_kind = CT_SINK_FILE
-        if let expectedDigest { spec.expected_sha256 = UnsafePointer(expectedDigest) }
-        if options.speedLimit > 0 { spec.max_recv_speed = options.speedLimit }
-        spec.max_body_size = max(0, options.maximumFileSize)
+        spec.sink = .file
+        if let expectedDigest { spec.setExpectedSHA256(expectedDigest, strings: strings) }
+        if options.speedLimit > 0 { spec.maxReceiveSpeed = options.speedLimit }
+        spec.maxBodySize = max(0, options.maximumFileSize)
         if let fixedDestination, resume == nil {
             let directory = fixedDestination.deletingLastPathComponent()
             try FileMover.ensureDirectory(directory)
-            spec.sink_path = UnsafePointer(strings.make(fixedDestination.path))
-            spec.sink_part_path = UnsafePointer(strings.make(fixedDestination.path + ".part"))
+            spec.setFileSink(path: fixedDestination.path, partPath: fixedDestination.path + ".part", strings: strings)
             if options.resumable {
                 configureJournal(&spec, strings: strings, partPath: fixedDestination.path + ".part")
             }
@@ -94,22 +81,21 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
             // The part file lives in the private per-user folder, checked
             // (ours, 0700, not a symlink) each time a task starts.
             try TemporaryFolder.prepare(session.temporaryDirectory.path)
-            spec.sink_part_path = UnsafePointer(strings.make(temporaryPath))
+            spec.setFileSink(path: nil, partPath: temporaryPath, strings: strings)
         }
         if let resume {
-            spec.resume_offset = resume.bytesOnDisk
-            spec.if_range = UnsafePointer(strings.make(resume.validator))
+            spec.resumeOffset = resume.bytesOnDisk
+            spec.setIfRange(resume.validator, strings: strings)
         }
     }
 
     /// Resumable downloads: continue from the journal next to the part
     /// file when it matches this request, else start clean.
-    private func configureJournal(_ spec: inout ct_transfer_spec, strings: CStrings, partPath: String) {
+    private func configureJournal(_ spec: inout TransferSpec, strings: CStrings, partPath: String) {
         let journalPath = partPath + ".journal"
-        spec.journal_path = UnsafePointer(strings.make(journalPath))
-        spec.journal_interval_bytes = options.journalIntervalBytes
-        spec.journal_interval_ms = options.journalIntervalMilliseconds
-        spec.flags |= UInt32(CT_FLAG_KEEP_PARTIAL)
+        spec.setJournal(path: journalPath, intervalBytes: options.journalIntervalBytes,
+                        intervalMilliseconds: options.journalIntervalMilliseconds, strings: strings)
+        spec.flags.insert(.keepPartial)
         if let journal = ResumeJournal.read(at: journalPath), journal.rangeStart < 0,
             journal.url == originalRequest.url.absoluteString, journal.durable > 0,
             // The validator becomes an If-Range header: the request's rules.
@@ -123,8 +109,8 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
             // "bytes=<length>-": ask again for its last byte instead.
             let complete = journal.length < 0 || journal.durable >= journal.length
             let offset = complete ? journal.durable - 1 : journal.durable
-            spec.resume_offset = offset
-            spec.if_range = UnsafePointer(strings.make(journal.validator))
+            spec.resumeOffset = offset
+            spec.setIfRange(journal.validator, strings: strings)
             startOffset.withLock { $0 = offset }
             core.withLock { $0.download.resumeOffset = offset }
         } else {

@@ -1,4 +1,3 @@
-import CTransfer
 import Dispatch
 import Foundation
 import Synchronization
@@ -72,13 +71,13 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     /// One range and its engine transfer.
     final class Segment: @unchecked Sendable {
         // @unchecked Sendable: `counters` is written by the engine thread with
-        // atomics and read with ct_counters_* (atomic loads); `engineID` and
+        // atomics and read with atomic loads (CounterBlock); `engineID` and
         // `done` are only touched under SegmentedDownload.parts's lock.
         let index: Int
         let start: Int64
         let end: Int64
         let resumeOffset: Int64
-        let counters: UnsafeMutablePointer<ct_counters>
+        let counters: CounterBlock
         var engineID: UInt64 = 0
         var done = false
 
@@ -87,14 +86,11 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             self.start = start
             self.end = end
             self.resumeOffset = resumeOffset
-            var block: UnsafeMutablePointer<ct_counters>?
-            guard ct_counters_create(&block) == CT_OK, let block else { return nil }
+            guard let block = CounterBlock.make() else { return nil }
             counters = block
         }
 
-        deinit { ct_counters_destroy(counters) }
-
-        var received: Int64 { max(resumeOffset, ct_counters_received(counters)) }
+        var received: Int64 { max(resumeOffset, counters.received) }
     }
 
     init(session: SessionManager, request: Request, destination: URL, segments: Int, options: DownloadOptions,
@@ -271,8 +267,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         head.method = .head
         let strings = CStrings()
         defer { strings.free() }
-        var spec = ct_transfer_spec()
-        ct_transfer_spec_init(&spec)
+        var spec = TransferSpec()
         do throws(TransferError) {
             try session.fillSpec(&spec, for: head, strings: strings)
         } catch {
@@ -434,32 +429,28 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     private func submit(_ segment: Segment, validator: String?) {
         let strings = CStrings()
         defer { strings.free() }
-        var spec = ct_transfer_spec()
-        ct_transfer_spec_init(&spec)
+        var spec = TransferSpec()
         do throws(TransferError) {
             try session.fillSpec(&spec, for: request, strings: strings)
         } catch {
             segmentDidFinish(segment, error: error)
             return
         }
-        spec.sink_kind = CT_SINK_FILE
-        spec.sink_part_path = UnsafePointer(strings.make(partPath))
-        spec.range_start = segment.start
-        spec.range_end = segment.end
-        spec.resume_offset = segment.resumeOffset
-        spec.if_range = UnsafePointer(strings.make(validator))
-        spec.flags |= UInt32(CT_FLAG_FAIL_ON_RANGE_IGNORED) | UInt32(CT_FLAG_NO_PREALLOCATE)
+        spec.setFileSink(path: nil, partPath: partPath, strings: strings)
+        spec.setRange(start: segment.start, end: segment.end)
+        spec.resumeOffset = segment.resumeOffset
+        spec.setIfRange(validator, strings: strings)
+        spec.flags.formUnion([.failOnRangeIgnored, .noPreallocate])
         if options.resumable {
-            spec.flags |= UInt32(CT_FLAG_KEEP_PARTIAL)
-            spec.journal_path = UnsafePointer(strings.make(journalPath(segment.index)))
-            spec.journal_interval_bytes = options.journalIntervalBytes
-            spec.journal_interval_ms = options.journalIntervalMilliseconds
+            spec.flags.insert(.keepPartial)
+            spec.setJournal(path: journalPath(segment.index), intervalBytes: options.journalIntervalBytes,
+                            intervalMilliseconds: options.journalIntervalMilliseconds, strings: strings)
         }
         if options.speedLimit > 0 {
             let used = max(1, parts.withLock { $0.segmentsUsed })
-            spec.max_recv_speed = max(1, options.speedLimit / Int64(used))
+            spec.maxReceiveSpeed = max(1, options.speedLimit / Int64(used))
         }
-        spec.counters = segment.counters
+        spec.count(into: segment.counters)
         let events = TransferEvents(
             onResponse: nil,
             onProgress: { [self] _ in scheduleProgress() },
@@ -572,14 +563,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         if let expected = try options.expectedDigest() {
             // Ranges arrive out of order, so a streamed digest cannot cover
             // them: one pass over the finished file (page cache, mostly).
-            var actual = [UInt8](repeating: 0, count: 32)
-            var err: Int32 = 0
-            let rc = ct_sha256_file(partPath, &actual, &err)
-            guard rc == CT_OK else {
-                var e = TransferError(.fileError, "cannot read \(partPath) to check it")
-                e.systemErrno = err
-                throw e
-            }
+            let actual = try FileSHA256.digest(ofFile: partPath)   // Bridging/FileSHA256.swift
             if actual != expected {
                 throw TransferError(.checksumMismatch, "SHA-256 mismatch: expected \(Self.hex(expected)), got \(Self.hex(actual))",
                                     url: request.url)

@@ -1,4 +1,3 @@
-import CTransfer
 import Dispatch
 import Foundation
 import Synchronization
@@ -11,8 +10,8 @@ import Synchronization
 /// and exactly once.
 public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible, @unchecked Sendable {
     // @unchecked Sendable: every mutable field lives in `core` (a Protected lock); the
-    // rest is immutable, and `counters` is written by the engine thread with
-    // atomics and read here through ct_counters_* (atomic loads).
+    // rest is immutable, and `counterBlock` is written by the engine thread with
+    // atomics and read here with atomic loads (Bridging/EngineRoute.swift).
 
     /// A number unique among the session's tasks.
     public let taskIdentifier: Int
@@ -22,7 +21,6 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     /// The engine's byte counters for this transfer. A download task that
     /// took a data task's transfer over shares the data task's block.
     let counterBlock: CounterBlock
-    var counters: UnsafeMutablePointer<ct_counters> { counterBlock.pointer }
     let core: Protected<Core>
     let delegate: TaskDelegate
     /// Attempts sent and interceptor work between them (TransferTask+Attempts).
@@ -54,7 +52,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         /// The user/password answered to a 401, the scheme it answers, and the
         /// URL it was answered for: it is sent again only to that origin
         /// (``RedirectPolicy``).
-        var credential: (value: Credential, schemes: UInt32, url: URL)?
+        var credential: (value: Credential, schemes: EngineAuthSchemes, url: URL)?
         /// The user/password sent with the hop now running, if any.
         var credentialInFlight: Credential?
         /// Credentials a server answered with a 401 for this task: never sent again.
@@ -121,17 +119,17 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     }
 
     /// Body bytes sent so far (lock-free read of the engine's counter).
-    public var countOfBytesSent: Int64 { ct_counters_sent(counters) }
+    public var countOfBytesSent: Int64 { counterBlock.sent }
     /// Body bytes to send, or -1 when unknown (falls back to Content-Length).
     public var countOfBytesExpectedToSend: Int64 {
-        let expected = ct_counters_expected_to_send(counters)
+        let expected = counterBlock.expectedToSend
         if expected >= 0 { return expected }
         return originalRequest.headers["Content-Length"].flatMap { Int64($0) } ?? -1
     }
     /// Body bytes received so far, including a resumed offset.
-    public var countOfBytesReceived: Int64 { ct_counters_received(counters) }
+    public var countOfBytesReceived: Int64 { counterBlock.received }
     /// Body bytes expected, or -1 until the headers say.
-    public var countOfBytesExpectedToReceive: Int64 { ct_counters_expected_to_receive(counters) }
+    public var countOfBytesExpectedToReceive: Int64 { counterBlock.expectedToReceive }
 
     public var description: String {
         "<\(type(of: self)) \(taskIdentifier) \(state) \(originalRequest)>"
@@ -205,8 +203,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     // MARK: - Starting
 
-    /// Builds the engine spec for this task. Subclasses set body and sink.
-    func configure(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {}
+    /// Adds this task's part to the engine spec (Bridging/RequestSpec.swift
+    /// builds the rest). Subclasses set body and sink.
+    func configure(_ spec: inout TransferSpec, strings: CStrings) throws(TransferError) {}
 
     /// Extra engine events a subclass wants (data chunks, disposition).
     func wantsDisposition() -> Bool { false }
@@ -221,45 +220,29 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     func submit(_ request: Request) {
         // A hook's answer first; else the request's own credential, for the
         // origin the task started at only.
-        var answer = core.withLock { core -> (Credential, UInt32)? in
+        var answer = core.withLock { core -> (Credential, EngineAuthSchemes)? in
             guard let stored = core.credential, RedirectPolicy.isSameOrigin(stored.url, request.url) else { return nil }
             return (stored.value, stored.schemes)
         }
         if answer == nil, let credential = request.credential, credential.serverTrust == nil,
             RedirectPolicy.isSameOrigin(originalRequest.url, request.url)
         {
-            var schemes: UInt32 = 0
-            if request.credentialSchemes.contains(.basic) { schemes |= UInt32(CT_AUTH_BASIC) }
-            if request.credentialSchemes.contains(.digest) { schemes |= UInt32(CT_AUTH_DIGEST) }
-            if schemes != 0 { answer = (credential, schemes) }
+            var schemes: EngineAuthSchemes = []
+            if request.credentialSchemes.contains(.basic) { schemes.insert(.basic) }
+            if request.credentialSchemes.contains(.digest) { schemes.insert(.digest) }
+            if !schemes.isEmpty { answer = (credential, schemes) }
         }
         core.withLock { $0.credentialInFlight = answer?.0 }
         submit(request, credential: answer)
     }
 
     /// Hands `request` to the engine (first hop, or a redirect/auth follow-up).
-    private func submit(_ request: Request, credential: (Credential, UInt32)?) {
+    private func submit(_ request: Request, credential: (Credential, EngineAuthSchemes)?) {
         let strings = CStrings()
         defer { strings.free() }
-        var spec = ct_transfer_spec()
-        ct_transfer_spec_init(&spec)
+        var spec: TransferSpec
         do throws(TransferError) {
-            // The session's own Authorization/Cookie headers are for the
-            // origin the task started at, not for where it was redirected.
-            try session.fillSpec(&spec, for: request, strings: strings,
-                                 keepsOriginBoundHeaders: RedirectPolicy.isSameOrigin(originalRequest.url, request.url))
-            if let (credential, schemes) = credential {
-                spec.user_password = UnsafePointer(strings.make("\(credential.user):\(credential.password)"))
-                spec.auth_schemes = schemes
-            }
-            spec.counters = counters
-            if wantsDisposition() { spec.flags |= UInt32(CT_FLAG_AWAIT_DISPOSITION) }
-            if session.observation.tracesCurl { spec.flags |= UInt32(CT_FLAG_TRACE) }
-            try configure(&spec, strings: strings)
-            if let limit = core.withLock({ $0.speedLimit }) {
-                spec.max_recv_speed = limit.receive
-                spec.max_send_speed = limit.send
-            }
+            spec = try makeSpec(for: request, credential: credential, strings: strings)   // Bridging/RequestSpec.swift
         } catch {
             submitFailed(error)
             return
@@ -530,7 +513,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     private func apply(_ disposition: ChallengeDisposition, url: URL, scheme: AuthenticationScheme) -> Bool {
         switch disposition {
         case .useCredential(let credential) where credential.serverTrust == nil && scheme.takesPassword:
-            let schemes = UInt32(scheme == .digest ? CT_AUTH_DIGEST : CT_AUTH_BASIC)
+            let schemes: EngineAuthSchemes = scheme == .digest ? .digest : .basic
             let refused = core.withLock { core -> Bool in
                 if core.refusedCredentials.contains(credential) { return true }
                 core.credential = (credential, schemes, url)

@@ -33,7 +33,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     store.resetCookies()
     if let jar = store.jar {
-        _ = store.add(lines.filter { $0.utf8.count <= 8190 }, to: jar, replacingAll: false)
+        try? jar.add(lines.filter { $0.utf8.count <= 8190 }, replacingAll: false)
     }
     for cookie in store.cookies {
         require(Cookie(netscapeLine: Substring(cookie.netscapeLine)) != nil, "the jar listed \(cookie)")
