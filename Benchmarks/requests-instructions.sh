@@ -84,6 +84,9 @@ for client in "${clients[@]}"; do
     for n in "$small" "$large"; do
         mapfile -t cmd < <(command_of "$client" "$n")
         instr_run_callgrind "$work/cg.$client.$n" "${cmd[@]}" > "$work/out.$client.$n"
+        case "$client" in
+            data|batch) grep -q '"errors":0' "$work/out.$client.$n" || { cat "$work/out.$client.$n" >&2; exit 1; } ;;
+        esac
         callgrind_annotate --threshold=100 "$work/cg.$client.$n" > "$work/exclusive.$client.$n"
     done
 done
