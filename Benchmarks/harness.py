@@ -602,7 +602,7 @@ class Scenario:
         return self.kind in ("https", "h2")
 
 
-def scenarios(quick):
+def scenarios(quick, upload_mib=256):
     many = 5000 if quick else 20000
     tls_count = 300 if quick else 2000
     parallel = 20 if quick else 100
@@ -623,7 +623,7 @@ def scenarios(quick):
         Scenario("s5-get-1k-c64-h2", "5", "1 KiB GETs h2", f"{many:,} GETs of 1 KiB, 64 concurrent, HTTPS HTTP/2", "many", "h2",
                  "/1k.bin", "req/s", everyone + ["transfer-batch", "transfer-logger", "transfer-monitor", "h2load"],
                  count=many, concurrency=64, expect_bytes=1024),
-        Scenario("s6-upload-256m", "6", "256 MiB upload", "256 MiB upload (POST) from a file, HTTP/1.1", "upload", "http", "/upload",
+        Scenario("s6-upload-256m", "6", f"{upload_mib} MiB upload", f"{upload_mib} MiB upload (POST) from a file, HTTP/1.1", "upload", "http", "/upload",
                  "MiB/s", everyone + ["socket"]),
         Scenario("s7-parallel-64m", "7", "parallel 64 MiB", f"{parallel} parallel downloads of 64 MiB to files, HTTP/1.1",
                  "parallel-downloads", "http", "/p/", "MiB/s", everyone, count=parallel, concurrency=parallel,
@@ -1230,6 +1230,7 @@ def all_clients(args, bin_dir, unshare_wrap):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2 runs per client and smaller counts")
+    parser.add_argument("--upload-mib", type=int, default=256, help="size of scenario 6's upload in MiB (default 256)")
     parser.add_argument("--runs", type=int, help="measured runs per client (default 5, --quick 2)")
     parser.add_argument("--only", help="comma-separated scenario numbers or keys (e.g. 1,3,6)")
     parser.add_argument("--clients", help="comma-separated client names to run (default: all)")
@@ -1288,12 +1289,12 @@ def main():
     os.makedirs(f"{www}/p")
     for name, size in (("1g.bin", GIB), ("64m.bin", 64 * MIB), ("16k.bin", 16 * 1024), ("1k.bin", 1024)):
         write_file(f"{www}/{name}", size)
-    all_scenarios = scenarios(args.quick)
+    all_scenarios = scenarios(args.quick, args.upload_mib)
     parallel_count = max(s.count for s in all_scenarios if s.mode == "parallel-downloads")
     for i in range(parallel_count):
         os.symlink(f"{www}/64m.bin", f"{www}/p/{i}.bin")
-    upload_size = 256 * MIB
-    upload_file = f"{work}/upload-256m.bin"
+    upload_size = args.upload_mib * MIB
+    upload_file = f"{work}/upload-{args.upload_mib}m.bin"
     write_file(upload_file, upload_size)
     ca, cert, key, pin = make_certificates(work)
     nginx = Nginx(work, www, cert, key, cpus, args.rate_limit)
