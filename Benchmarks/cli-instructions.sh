@@ -17,68 +17,14 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin="${1:-$here/../.build/release/transfer}"
 count="${2:-20000}"
 parallel="${3:-64}"
-for tool in nginx valgrind callgrind_annotate python3 swift strip cc; do
-    command -v "$tool" >/dev/null || { echo "cli-instructions.sh: $tool is needed" >&2; exit 1; }
-done
-
-work="$(mktemp -d)"
-nginx_pid=
-cleanup() {
-    if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-mkdir -p "$work/www" "$work/tmp"
-head -c 1024 /dev/urandom > "$work/www/1k.bin"
-user_line=; [ "$(id -u)" -eq 0 ] && user_line="user root;"
-cat > "$work/nginx.conf" <<CONF
-$user_line
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nodelay on;
-    keepalive_timeout 120s;
-    keepalive_requests 1000000;
-    client_body_temp_path $work/tmp;
-    default_type application/octet-stream;
-    server { listen 127.0.0.1:$port; root $work/www; }
-}
-CONF
-nginx -p "$work" -c "$work/nginx.conf" &
-nginx_pid=$!
-for _ in $(seq 100); do
-    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), timeout=1).close()" 2>/dev/null && break
-    sleep 0.1
-done
-
+# shellcheck source=instructions-common.sh
+. "$here/instructions-common.sh"
+instr_setup cli-instructions.sh
+instr_start_nginx "listen 127.0.0.1:$port;"
 python3 -c "import sys; sys.stdout.write('http://127.0.0.1:$port/1k.bin\n' * $count)" > "$work/urls.txt"
-
-# Valgrind 3.19 cannot read the toolchain's DWARF 5: a copy without debug
-# information (the symbol table stays, which is all callgrind needs). It also
-# crashes in its rt_sigsuspend wrapper, which libdispatch's signal thread
-# calls: a preloaded sigsuspend that waits in pause() instead (no signal is
-# sent during the run; the thread only has to sleep).
-strip --strip-debug -o "$work/transfer" "$bin"
-cat > "$work/sigsuspend.c" <<'C'
-#include <signal.h>
-#include <unistd.h>
-int sigsuspend(const sigset_t *mask)
-{
-  (void)mask;
-  return pause();
-}
-C
-cc -shared -fPIC -O2 -o "$work/sigsuspend.so" "$work/sigsuspend.c"
-LD_PRELOAD="$work/sigsuspend.so" valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
-    "$work/transfer" get -s --parallel "$parallel" --discard --metrics "$work/metrics.jsonl" --url-file "$work/urls.txt" \
-    2> "$work/valgrind.log" || { tail -20 "$work/valgrind.log" >&2; exit 1; }
+instr_valgrind_copy "$bin" "$work/transfer"
+instr_run_callgrind "$work/callgrind.out" \
+    "$work/transfer" get -s --parallel "$parallel" --discard --metrics "$work/metrics.jsonl" --url-file "$work/urls.txt"
 
 # Every request succeeded with its 1 KiB, and each has its metrics line.
 python3 - "$work/metrics.jsonl" "$count" <<'PY'

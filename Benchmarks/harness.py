@@ -602,7 +602,7 @@ class Scenario:
         return self.kind in ("https", "h2")
 
 
-def scenarios(quick):
+def scenarios(quick, upload_mib=256):
     many = 5000 if quick else 20000
     tls_count = 300 if quick else 2000
     parallel = 20 if quick else 100
@@ -623,7 +623,7 @@ def scenarios(quick):
         Scenario("s5-get-1k-c64-h2", "5", "1 KiB GETs h2", f"{many:,} GETs of 1 KiB, 64 concurrent, HTTPS HTTP/2", "many", "h2",
                  "/1k.bin", "req/s", everyone + ["transfer-batch", "transfer-logger", "transfer-monitor", "h2load"],
                  count=many, concurrency=64, expect_bytes=1024),
-        Scenario("s6-upload-256m", "6", "256 MiB upload", "256 MiB upload (POST) from a file, HTTP/1.1", "upload", "http", "/upload",
+        Scenario("s6-upload-256m", "6", f"{upload_mib} MiB upload", f"{upload_mib} MiB upload (POST) from a file, HTTP/1.1", "upload", "http", "/upload",
                  "MiB/s", everyone + ["socket"]),
         Scenario("s7-parallel-64m", "7", "parallel 64 MiB", f"{parallel} parallel downloads of 64 MiB to files, HTTP/1.1",
                  "parallel-downloads", "http", "/p/", "MiB/s", everyone, count=parallel, concurrency=parallel,
@@ -830,13 +830,14 @@ def target_checks(summary):
         checks.append((key, f"{what} ≥ {minimum:g}x {label}", f"{r:.2f}x" if r else "no numbers",
                        None if r is None else r >= minimum))
 
-    def cpu_share_of_curl(key, client, at_most, what):
+    def cpu_share_of_curl(key, client, at_most, what, peer="curl", unit="request"):
         rows = summary.get(key)
         if rows is None:
             return
-        t, c = median_of(rows, client, "cpu_per_unit"), median_of(rows, "curl", "cpu_per_unit")
+        t, c = median_of(rows, client, "cpu_per_unit"), median_of(rows, peer, "cpu_per_unit")
         share = t / c if t is not None and c else None
-        checks.append((key, f"{what} ≤ {at_most:g}x curl's CPU per request",
+        label = {"curl": "curl", "ahc": "AsyncHTTPClient", "transfer-batch": "the batch API"}[peer]
+        checks.append((key, f"{what} ≤ {at_most:g}x {label}'s CPU per {unit}",
                        f"{share:.2f}x" if share is not None else "no numbers",
                        None if share is None else share <= at_most))
 
@@ -848,18 +849,22 @@ def target_checks(summary):
         measured = f"{t:.2f} vs curl {c:.2f} s {unit}" if t is not None and c is not None else "no numbers"
         checks.append((key, f"CPU {unit} ≤ curl's", measured, None if t is None or c is None else t <= c))
 
-    def rss_under(key, limit):
+    def rss_under(key, limit, client="transfer"):
         rows = summary.get(key)
         if rows is None:
             return
-        t = median_of(rows, "transfer", "rss")
-        checks.append((key, f"peak RSS < {limit} MiB", f"{t:.1f} MiB" if t is not None else "no numbers",
-                       None if t is None else t < limit))
+        t = median_of(rows, client, "rss")
+        who = "" if client == "transfer" else " (the CLI)"
+        checks.append((key, f"peak RSS ≤ {limit} MiB{who}", f"{t:.1f} MiB" if t is not None else "no numbers",
+                       None if t is None else t <= limit))
 
+    # Issues 8 and 14: bulk downloads at least as fast as curl with no more CPU
+    # per GiB, HTTPS as fast as AsyncHTTPClient, ≤ 32 MiB peak RSS.
     for key in ("s1-download-1g-http", "s2-download-1g-https"):
         ratio(key, "curl", 1.0, "throughput")
         cpu_at_most_curl(key, "per GiB")
         rss_under(key, 32)
+    ratio("s2-download-1g-https", "ahc", 1.0, "throughput")
     # Issue 13: data(for:) ≥ 1.5x curl; the batch API ≥ 2x curl at ≤ half its
     # CPU per request; both ≥ 3x AsyncHTTPClient.
     for key in ("s3-get-1k-c64", "s4-get-16k-c64", "s5-get-1k-c64-h2"):
@@ -868,6 +873,8 @@ def target_checks(summary):
         ratio(key, "curl", 2.0, "batch req/s", client="transfer-batch")
         ratio(key, "ahc", 3.0, "batch req/s", client="transfer-batch")
         cpu_share_of_curl(key, "transfer-batch", 0.5, "batch")
+        # Issue 14 item 1: the CLI within 10 % of the library.
+        cpu_share_of_curl(key, "transfer-cli", 1.1, "the CLI", peer="transfer-batch")
     # Issue 14 item 2b: streaming 1 GiB through the chunk hook grows RSS by < 16 MiB
     # (over the same process dropping the body in C); the same for stream(for:).
     rows = summary.get("s1d-discard-1g-http")
@@ -881,7 +888,12 @@ def target_checks(summary):
                            None if growth is None else growth < 16))
     ratio("s6-upload-256m", "curl", 1.0, "throughput")
     rss_under("s6-upload-256m", 32)
-    ratio("s8-tls-connections", "curl", 3.0, "new connections/s")
+    # Issue 14: 100 parallel 64 MiB downloads ≤ 64 MiB; new TLS connections
+    # ≥ 1.5x curl at no more CPU per connection than AsyncHTTPClient.
+    rss_under("s7-parallel-64m", 64)
+    rss_under("s7-parallel-64m", 64, client="transfer-cli")
+    ratio("s8-tls-connections", "curl", 1.5, "new connections/s")
+    cpu_share_of_curl("s8-tls-connections", "transfer", 1.0, "Transfer", peer="ahc", unit="connection")
     rows = summary.get("s8-tls-connections")
     if rows is not None:
         plain, pinned = median_of(rows, "transfer", "throughput"), median_of(rows, "transfer-pinned", "throughput")
@@ -919,7 +931,7 @@ def write_markdown(path, machine, cpus, args, all_scenarios, summary, clients_by
     checks = target_checks(summary)
     if checks:
         numbers = {s.key: s.number for s in all_scenarios}
-        lines.append("## Targets (issues 8 and 13)\n")
+        lines.append("## Targets (issues 8, 13 and 14)\n")
         lines.append("| scenario | target | measured (medians) | |")
         lines.append("| --- | --- | --- | --- |")
         for key, target, measured, verdict in checks:
@@ -1230,6 +1242,7 @@ def all_clients(args, bin_dir, unshare_wrap):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2 runs per client and smaller counts")
+    parser.add_argument("--upload-mib", type=int, default=256, help="size of scenario 6's upload in MiB (default 256)")
     parser.add_argument("--runs", type=int, help="measured runs per client (default 5, --quick 2)")
     parser.add_argument("--only", help="comma-separated scenario numbers or keys (e.g. 1,3,6)")
     parser.add_argument("--clients", help="comma-separated client names to run (default: all)")
@@ -1288,12 +1301,12 @@ def main():
     os.makedirs(f"{www}/p")
     for name, size in (("1g.bin", GIB), ("64m.bin", 64 * MIB), ("16k.bin", 16 * 1024), ("1k.bin", 1024)):
         write_file(f"{www}/{name}", size)
-    all_scenarios = scenarios(args.quick)
+    all_scenarios = scenarios(args.quick, args.upload_mib)
     parallel_count = max(s.count for s in all_scenarios if s.mode == "parallel-downloads")
     for i in range(parallel_count):
         os.symlink(f"{www}/64m.bin", f"{www}/p/{i}.bin")
-    upload_size = 256 * MIB
-    upload_file = f"{work}/upload-256m.bin"
+    upload_size = args.upload_mib * MIB
+    upload_file = f"{work}/upload-{args.upload_mib}m.bin"
     write_file(upload_file, upload_size)
     ca, cert, key, pin = make_certificates(work)
     nginx = Nginx(work, www, cert, key, cpus, args.rate_limit)

@@ -27,85 +27,21 @@ bin="${1:-$here/.build/release/bench-transfer}"
 pin_flag="${2:-}"
 small="${TLS_BENCH_SMALL:-100}"
 large="${TLS_BENCH_LARGE:-300}"
-for tool in nginx valgrind callgrind_annotate python3 strip cc openssl; do
-    command -v "$tool" >/dev/null || { echo "tls-instructions.sh: $tool is needed" >&2; exit 1; }
-done
-
-work="$(mktemp -d)"
-nginx_pid=
-cleanup() {
-    if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-# A throwaway CA and an ECDSA P-256 leaf for 127.0.0.1, as harness.py makes them.
-(
-    cd "$work"
-    openssl ecparam -name prime256v1 -genkey -noout -out ca.key
-    openssl req -x509 -new -key ca.key -sha256 -days 2 -subj "/CN=TLS bench CA" -out ca.pem
-    openssl ecparam -name prime256v1 -genkey -noout -out leaf.key
-    openssl req -new -key leaf.key -subj "/CN=127.0.0.1" -out leaf.csr
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n' > leaf.ext
-    openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -sha256 \
-        -extfile leaf.ext -out leaf.pem
-) >/dev/null 2>&1
-pin="$(openssl x509 -in "$work/leaf.pem" -noout -pubkey | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64)"
-
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-mkdir -p "$work/www" "$work/tmp"
-head -c 1024 /dev/urandom > "$work/www/1k.bin"
-user_line=; [ "$(id -u)" -eq 0 ] && user_line="user root;"
-cat > "$work/nginx.conf" <<CONF
-$user_line
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $work/tmp;
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$port ssl;
-        ssl_certificate $work/leaf.pem;
-        ssl_certificate_key $work/leaf.key;
-        ssl_protocols TLSv1.2 TLSv1.3;
-        ssl_session_cache off;
-        ssl_session_tickets off;
-        root $work/www;
-    }
-}
-CONF
-nginx -p "$work" -c "$work/nginx.conf" &
-nginx_pid=$!
-for _ in $(seq 100); do
-    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), timeout=1).close()" 2>/dev/null && break
-    sleep 0.1
-done
-
-# Valgrind 3.19 cannot read the toolchain's DWARF 5, and its rt_sigsuspend
-# wrapper crashes: see cli-instructions.sh.
-strip --strip-debug -o "$work/client" "$bin"
-cat > "$work/sigsuspend.c" <<'C'
-#include <signal.h>
-#include <unistd.h>
-int sigsuspend(const sigset_t *mask)
-{
-  (void)mask;
-  return pause();
-}
-C
-cc -shared -fPIC -O2 -o "$work/sigsuspend.so" "$work/sigsuspend.c"
+# shellcheck source=instructions-common.sh
+. "$here/instructions-common.sh"
+instr_setup tls-instructions.sh
+instr_make_ca
+instr_start_nginx "listen 127.0.0.1:$port ssl; ssl_certificate $work/leaf.pem; ssl_certificate_key $work/leaf.key;
+        ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache off; ssl_session_tickets off;"
+instr_valgrind_copy "$bin" "$work/client"
 
 extra=()
 [ "$pin_flag" = "--pin" ] && extra=(--pin "$pin")
 for count in "$small" "$large"; do
-    LD_PRELOAD="$work/sigsuspend.so" valgrind --tool=callgrind --callgrind-out-file="$work/cg.$count" \
+    instr_run_callgrind "$work/cg.$count" \
         "$work/client" --scenario tls-connections --url "https://127.0.0.1:$port/1k.bin" \
         --cacert "$work/ca.pem" --concurrency 8 --count "$count" --expect-bytes 1024 ${extra[@]+"${extra[@]}"} \
-        > "$work/result.$count" 2> "$work/valgrind.$count" || { tail -20 "$work/valgrind.$count" >&2; exit 1; }
+        > "$work/result.$count"
     grep -q '"errors":0' "$work/result.$count" || { cat "$work/result.$count" >&2; exit 1; }
     callgrind_annotate --inclusive=yes --threshold=100 "$work/cg.$count" > "$work/inclusive.$count"
 done

@@ -1,4 +1,5 @@
 import Foundation
+import Transfer
 
 /// An `InputStream` over standard input or a path that cannot seek (a pipe,
 /// a FIFO, `/dev/stdin`): plain `read(2)` calls, in order, never a seek. The
@@ -74,7 +75,7 @@ final class DescriptorInputStream: InputStream {
 
 /// True the first time only: a body that can be read once.
 final class OneShot: Sendable {
-    private let used = Locked(false)
+    private let used = Protected(false)
 
     func take() -> Bool {
         used.withLock { used in

@@ -12,7 +12,7 @@ final class Interrupts: Sendable {
         var signals = 0
     }
 
-    private let state = Locked(State())
+    private let state = Protected(State())
     private let queue = DispatchQueue(label: "transfer.cli.signals")
     /// The dispatch sources must stay alive; set once in `install`.
     private let sources = SourceList()
@@ -89,15 +89,13 @@ final class Interrupts: Sendable {
 }
 
 /// Keeps the signal sources alive for the life of the process.
-/// @unchecked Sendable: `list` is written once, under `lock`, and never read.
-private final class SourceList: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [any DispatchSourceSignal] = []
-    func keep(_ sources: [any DispatchSourceSignal]) { lock.withLock { list = sources } }
+private final class SourceList: Sendable {
+    private let list = Protected<[any DispatchSourceSignal]>([])
+    func keep(_ sources: [any DispatchSourceSignal]) { list.withLock { $0 = sources } }
 
     /// Cancels the sources: libdispatch stops retaining them and their handlers.
     func cancelAll() {
-        let sources = lock.withLock { () -> [any DispatchSourceSignal] in
+        let sources = list.withLock { list in
             defer { list = [] }
             return list
         }

@@ -18,7 +18,7 @@ final class MetricsWriter: Sendable {
     private let writeThrough: Bool
     /// Lines formatted and not yet written. Locked: transfers finish on
     /// several threads, and a second Ctrl-C flushes from the signal queue.
-    private let pending = Locked<[UInt8]>([])
+    private let pending = Protected<[UInt8]>([])
 
     /// A batch is written once it reaches this size (about 150 lines).
     static let batchBytes = 64 * 1024

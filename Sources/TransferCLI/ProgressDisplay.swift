@@ -30,7 +30,7 @@ enum ProgressStyle: Sendable, Equatable {
 final class ProgressDisplay: Sendable {
     private let style: ProgressStyle
     private let display: MultiProgressDisplay?
-    private let elements = Locked<[Int: Element]>([:])
+    private let elements = Protected<[Int: Element]>([:])
 
     private struct Element: Sendable {
         var view: any TerminalElement

@@ -34,12 +34,10 @@ enum RetryOptions {
 }
 
 /// One transfer's retry state (one per job: the time window starts at its first attempt).
-final class CurlRetry: RequestInterceptor, @unchecked Sendable {
-    // @unchecked Sendable: `started` is guarded by `lock`; the rest is immutable.
+final class CurlRetry: RequestInterceptor, Sendable {
     private let policy: RetryPolicy
     private let maxTime: Duration?
-    private let lock = NSLock()
-    private var started: ContinuousClock.Instant?
+    private let started = Protected<ContinuousClock.Instant?>(nil)
 
     /// curl's backoff: 1 s, doubling, at most 10 minutes.
     static let maximumWait = Duration.seconds(600)
@@ -53,7 +51,7 @@ final class CurlRetry: RequestInterceptor, @unchecked Sendable {
     }
 
     func adapt(_ request: Request, for session: SessionManager) async throws -> Request {
-        lock.withLock { if started == nil { started = .now } }
+        started.withLock { if $0 == nil { $0 = .now } }
         return request
     }
 
@@ -65,7 +63,7 @@ final class CurlRetry: RequestInterceptor, @unchecked Sendable {
         request.method = .get
         let decision = policy.decision(for: request, dueTo: error, response: response, attempt: attempt)
         guard let maxTime, case .retryAfter(let wait) = decision else { return decision }
-        let elapsed = lock.withLock { started.map { ContinuousClock.now - $0 } } ?? .zero
+        let elapsed = started.withLock { $0.map { ContinuousClock.now - $0 } } ?? .zero
         guard elapsed < maxTime else { return .doNotRetry }
         return .retryAfter(min(wait, maxTime - elapsed))
     }

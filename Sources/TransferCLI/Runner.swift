@@ -577,7 +577,7 @@ final class Runner: Sendable {
 /// The handler must ``take()`` it: the task holds its handler, the handler
 /// this box, so a box still holding the task would be a retain cycle.
 private final class TaskBox: Sendable {
-    private let value = Locked<TransferTask?>(nil)
+    private let value = Protected<TransferTask?>(nil)
     var task: TransferTask? {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }
@@ -594,7 +594,7 @@ private final class TaskBox: Sendable {
 
 /// Holds an object made inside a continuation closure for use after it.
 private final class DownloadBox<T: AnyObject & Sendable>: Sendable {
-    private let slot = Locked<T?>(nil)
+    private let slot = Protected<T?>(nil)
     var value: T? {
         get { slot.withLock { $0 } }
         set { slot.withLock { $0 = newValue } }

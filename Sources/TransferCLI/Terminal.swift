@@ -1,11 +1,12 @@
 import Foundation
+import Transfer
 
 /// Writing to stdout and stderr with plain write(2): no Foundation buffering
 /// between body bytes and display, and one lock per stream so lines of
 /// parallel transfers never interleave.
 enum Terminal {
-    private static let stdoutLock = Locked(())
-    private static let stderrLock = Locked(())
+    private static let stdoutLock = Protected(())
+    private static let stderrLock = Protected(())
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
 

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TestSupport
-import Transfer
+@testable import Transfer
 
 @Suite("Download resume")
 struct DownloadResumeTests {
@@ -141,9 +141,7 @@ struct DownloadResumeTests {
             session.invalidateAndCancel()
         }
         #expect(!exists(destination))
-        let journalText = try String(contentsOfFile: destination.path + ".part.journal", encoding: .utf8)
-        let durable = try #require(journalText.split(separator: "\n").first { $0.hasPrefix("durable ") }
-            .flatMap { Int64($0.dropFirst(8)) })
+        let durable = try #require(ResumeJournal.read(at: destination.path + ".part.journal")).durable
         #expect(durable >= 2 << 20)
         #expect(fileSize(URL(fileURLWithPath: destination.path + ".part")) >= durable)
 
@@ -183,15 +181,15 @@ struct DownloadResumeTests {
         #expect(failed.error != nil)
         #expect(!exists(destination))
         let journalPath = destination.path + ".part.journal"
-        let journal = try String(contentsOfFile: journalPath, encoding: .utf8)
-        let durable = try #require(journal.split(separator: "\n").first { $0.hasPrefix("durable ") }
-            .flatMap { Int64($0.dropFirst(8)) })
+        var journal = try #require(ResumeJournal.read(at: journalPath))
+        let durable = journal.durable
+        #expect(journal.url == resetURL.absoluteString)
         #expect(durable > 0 && durable <= 3_000_000)
 
         // The same bytes served by a healthy route: point the journal at it.
         let goodURL = server.url("/bytes/\(Self.size)?seed=7")
-        try journal.replacingOccurrences(of: resetURL.absoluteString, with: goodURL.absoluteString)
-            .write(toFile: journalPath, atomically: true, encoding: .utf8)
+        journal.url = goodURL.absoluteString
+        try journal.write(to: journalPath)
         let second = Completion<DownloadOutcome>()
         session.downloadTask(with: Request(url: goodURL), to: destination, options: options,
                              completionHandler: second.handler).resume()
@@ -219,9 +217,10 @@ struct DownloadResumeTests {
         let outcome = try await done.result()
 
         #expect(outcome.error != nil)
-        let journal = try String(contentsOfFile: destination.path + ".part.journal", encoding: .utf8)
-        #expect(journal.hasPrefix("transfer-journal 1\n"))
-        #expect(!journal.contains("\r") && !journal.contains("X-Injected"))
+        let journal = try #require(ResumeJournal.read(at: destination.path + ".part.journal"))
+        #expect(journal.etag == nil)
+        let bytes = try String(contentsOfFile: destination.path + ".part.journal", encoding: .utf8)
+        #expect(!bytes.contains("\r") && !bytes.contains("X-Injected"))
     }
 }
 
@@ -238,18 +237,10 @@ struct DownloadResumeEdgeTests {
         let url = server.url("/bytes/\(count)?seed=91")
         let destination = directory.file("done.bin")
         try TestServer.bytes(seed: 91, count: count).write(to: URL(fileURLWithPath: destination.path + ".part"))
-        let journal = """
-            transfer-journal 1
-            url \(url.absoluteString)
-            etag \(TestServer.etag(seed: 91, count: count))
-            last-modified \(TestServer.lastModified)
-            range -1 -1
-            length \(count)
-            durable \(count)
-            end
-
-            """
-        try journal.write(toFile: destination.path + ".part.journal", atomically: true, encoding: .utf8)
+        try ResumeJournal(url: url.absoluteString, etag: TestServer.etag(seed: 91, count: count),
+                          lastModified: TestServer.lastModified, rangeStart: -1, rangeEnd: -1, length: Int64(count),
+                          durable: Int64(count))
+            .write(to: destination.path + ".part.journal")
         let done = Completion<DownloadOutcome>()
 
         session.downloadTask(with: Request(url: url), to: destination, options: DownloadOptions(resumable: true),
@@ -273,8 +264,13 @@ struct DownloadResumeEdgeTests {
         let url = server.url("/bytes/\(count)?seed=92")
         let destination = directory.file("torn.bin")
         try Data(repeating: 0xAA, count: count / 2).write(to: URL(fileURLWithPath: destination.path + ".part"))
-        try "transfer-journal 1\nurl \(url.absoluteString)\ndurable 524288\n"  // no "end": torn
-            .write(toFile: destination.path + ".part.journal", atomically: true, encoding: .utf8)
+        // A journal torn by a crash mid-write: its first half.
+        let journalPath = destination.path + ".part.journal"
+        try ResumeJournal(url: url.absoluteString, etag: TestServer.etag(seed: 92, count: count), lastModified: nil,
+                          rangeStart: -1, rangeEnd: -1, length: Int64(count), durable: Int64(count / 2))
+            .write(to: journalPath)
+        #expect(truncate(journalPath, off_t(fileSize(URL(fileURLWithPath: journalPath)) / 2)) == 0)
+        #expect(ResumeJournal.read(at: journalPath) == nil)
         let done = Completion<DownloadOutcome>()
 
         session.downloadTask(with: Request(url: url), to: destination, options: DownloadOptions(resumable: true),

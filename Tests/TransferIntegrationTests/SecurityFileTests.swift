@@ -157,9 +157,9 @@ struct SecurityFileTests {
         #expect(symlink(victim.path, plain.path + ".part") == 0)
         #expect(symlink(victim.path, destination.path + ".part") == 0)
         // A journal that claims the victim's first 100 bytes for this URL.
-        let journal = "transfer-journal 1\nurl \(url.absoluteString)\netag \(TestServer.etag(seed: 23, count: 100000))\n"
-            + "last-modified \nrange -1 -1\nlength 100000\ndurable 100\nend\n"
-        try Data(journal.utf8).write(to: URL(fileURLWithPath: destination.path + ".part.journal"))
+        try ResumeJournal(url: url.absoluteString, etag: TestServer.etag(seed: 23, count: 100000), lastModified: nil,
+                          rangeStart: -1, rangeEnd: -1, length: 100000, durable: 100)
+            .write(to: destination.path + ".part.journal")
 
         let first = Completion<DownloadOutcome>()
         session.downloadTask(with: Request(url: url), to: plain, completionHandler: first.handler).resume()

@@ -9,4 +9,5 @@
 #include "ct_tls.h"
 #include "ct_digest.h"
 #include "ct_netlink.h"
+#include "ct_journal.h"
 #endif

@@ -1,7 +1,9 @@
 import Foundation
 
-/// The engine's resume journal (written by `ct_journal.c`, format in its
-/// header comment), read back by a later task or process.
+/// What the engine's resume journal says, read back by a later task or
+/// process. The engine owns the format (`ct_journal.c`): it writes the
+/// journal and parses it (`read(at:)`, `parse(_:)` and `write(to:)` in
+/// Bridging/ResumeJournal+Engine.swift); nothing here knows its syntax.
 ///
 /// A journal only claims bytes that were on disk before it was written, so
 /// resuming means: truncate the part file to ``durable`` and ask for the
@@ -22,41 +24,6 @@ struct ResumeJournal: Sendable, Hashable {
     var validator: String? {
         if let etag, !etag.hasPrefix("W/") { return etag }
         return lastModified
-    }
-
-    /// The journal at `path`, or nil when it is missing, torn (no `end`
-    /// line), of another version or inconsistent.
-    static func read(at path: String) -> ResumeJournal? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return parse(data)
-    }
-
-    /// The journal in `data` (the bytes of a journal file), or nil as
-    /// ``read(at:)`` says. Pure: touches no file (fuzzed by Tests/Fuzz).
-    static func parse(_ data: Data) -> ResumeJournal? {
-        guard data.count < 64 * 1024 else { return nil }
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.first == "transfer-journal 1", lines.contains("end") else { return nil }
-        var fields: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let space = line.firstIndex(of: " ") else { continue }
-            fields[String(line[..<space])] = String(line[line.index(after: space)...])
-        }
-        guard let url = fields["url"], let durable = fields["durable"].flatMap({ Int64($0) }), durable >= 0,
-            let rangeText = fields["range"]
-        else { return nil }
-        let range = rangeText.split(separator: " ").compactMap { Int64($0) }
-        guard range.count == 2 else { return nil }
-        let etag = fields["etag"].flatMap { $0.isEmpty ? nil : $0 }
-        let lastModified = fields["last-modified"].flatMap { $0.isEmpty ? nil : $0 }
-        let journal = ResumeJournal(url: url, etag: etag, lastModified: lastModified, rangeStart: range[0],
-                                    rangeEnd: range[1], length: fields["length"].flatMap { Int64($0) } ?? -1,
-                                    durable: durable)
-        if journal.rangeStart >= 0 {
-            guard journal.durable >= journal.rangeStart, journal.rangeEnd < 0 || journal.durable <= journal.rangeEnd + 1
-            else { return nil }
-        }
-        return journal
     }
 
     /// Size of the file at `path`, or -1.

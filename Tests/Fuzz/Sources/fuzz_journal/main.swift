@@ -1,6 +1,7 @@
 // The resume journal a previous process left (format in ct_journal.c),
-// read back by ResumeJournal.parse. Property: a parsed journal, written
-// again in the engine's format, parses to the same journal.
+// read back by the engine's parser (ResumeJournal.parse calls
+// ct_journal_parse). Property: a parsed journal, written again by the
+// engine's formatter, parses to the same journal.
 import FuzzSupport
 import Foundation
 @testable import Transfer
@@ -13,17 +14,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         require(journal.durable >= journal.rangeStart, "durable before the segment start")
     }
     _ = journal.validator
-    let text = """
-        transfer-journal 1
-        url \(journal.url)
-        etag \(journal.etag ?? "")
-        last-modified \(journal.lastModified ?? "")
-        range \(journal.rangeStart) \(journal.rangeEnd)
-        length \(journal.length)
-        durable \(journal.durable)
-        end
-
-        """
+    // Written again by the engine's own formatter (values come from lines,
+    // so none holds a newline and formatting cannot fail).
+    guard let text = journal.formatted() else {
+        require(false, "a parsed journal cannot be formatted: \(journal)")
+        return 0
+    }
     let again = ResumeJournal.parse(Data(text.utf8))
     require(again == journal, "journal does not round-trip: \(journal) -> \(String(describing: again))")
     return 0
