@@ -39,6 +39,33 @@ struct TLSReadAheadTests {
         #expect(ct_loop_tls_redrives(harness.loop) > 0)
     }
 
+    @Test("two bulk bodies at once over HTTP/2, read ahead, both arrive byte for byte")
+    func http2StreamsShareTheReadAhead() throws {
+        let nginx = try NginxFixture.shared()
+        let size = bulkSize / 4
+        let (firstPath, firstDigest) = try nginx.ensureFile(size: size, seed: 18)
+        let (secondPath, secondDigest) = try nginx.ensureFile(size: size, seed: 19)
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness()
+        defer { harness.destroy() }
+        let firstFile = folder.file("h2-first.bin").path
+        let secondFile = folder.file("h2-second.bin").path
+
+        // Given two bulk downloads from the HTTP/2 listener at once
+        let first = try submitFile(harness, nginx.url(.http2, firstPath), to: firstFile, caFile: nginx.caFile)
+        let second = try submitFile(harness, nginx.url(.http2, secondPath), to: secondFile, caFile: nginx.caFile)
+
+        // When both finish
+        let firstOutcome = try harness.waitForFinish(first, timeout: .seconds(60))
+        let secondOutcome = try harness.waitForFinish(second, timeout: .seconds(60))
+
+        // Then neither lost a record to the other stream or to OpenSSL's buffer
+        #expect(firstOutcome.code == CT_OK, "\(firstOutcome.message)")
+        #expect(secondOutcome.code == CT_OK, "\(secondOutcome.message)")
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: firstFile)) == firstDigest)
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: secondFile)) == secondDigest)
+    }
+
     @Test("a small body on a connection that read ahead for a bulk one arrives whole")
     func smallBodyOnReadAheadConnection() throws {
         let nginx = try NginxFixture.shared()
