@@ -32,6 +32,9 @@
  * bandwidth anyway and get CTI_MID_RECV_BUFFER. */
 #define CTI_BIG_RECV_SLOTS 8
 #define CTI_MID_RECV_BUFFER (64u * 1024u)
+/* OpenSSL's read buffer on bulk TLS connections (ct_tls_read.c): one
+ * recv() brings up to four 16 KiB records. */
+#define CTI_TLS_READ_AHEAD (64u * 1024u)
 /* Limits (issue 11): memory and disk follow the bytes that really came,
  * never what the server announced. */
 #define CTI_MEM_FIRST_RESERVE (1u << 20)    /* memory sink, from a length */
@@ -222,6 +225,13 @@ struct cti_transfer {
   int head_deferred;        /* a 401 head libcurl may answer (ct_response.c) */
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   int big_recv_slot;        /* holds one of the loop's CTI_BIG_RECV_SLOTS */
+  /* The socket curl last asked to poll for this transfer (sock_polled:
+   * once asked; whether it still is, the socket table says), and the
+   * record count of its connection when a re-drive parsed none
+   * (ct_loop.c): not driven again until a record came. */
+  int sock_polled;
+  curl_socket_t sock;
+  uint64_t redrive_mark;
   char *etag;
   char *last_modified;
   int64_t resume_offset;
@@ -504,6 +514,9 @@ struct ct_loop {
   uint64_t setopt_calls;         /* atomic, one writer: curl_easy_setopt */
   uint64_t checksum_read;        /* atomic: part-file bytes read to hash */
   int big_recv_in_use;           /* transfers holding a big receive buffer */
+  int tls_read_ahead_conns;      /* live connections reading ahead */
+  int tls_redrive_again;         /* re-drives left over: do not sleep */
+  uint64_t tls_redrives;         /* atomic, one writer: ct_tls_read.c */
 
   uint64_t next_id;              /* atomic */
   int64_t active;                /* atomic: submitted, not finished */
@@ -579,6 +592,18 @@ int cti_tls_close_socket(void *clientp, curl_socket_t fd);
  * (CURL_POLL_REMOVE, polled 0): remember who uses it. */
 void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
                            CURL *easy, int polled);
+/* 1 when curl polls `fd` now. */
+int cti_tls_socket_is_polled(struct ct_loop *loop, curl_socket_t fd);
+/* --- ct_tls_read.c ---------------------------------------------------- */
+
+/* Make the connection of `ssl_ctx` read ahead in CTI_TLS_READ_AHEAD
+ * blocks and count its records. From the SSL_CTX hook, loop thread. */
+void cti_tls_read_ahead_enable(struct ct_loop *loop, void *ssl_ctx);
+/* 1 when the TLS connection `easy` uses reads ahead and OpenSSL holds
+ * bytes for it that the socket no longer shows; *records: record headers
+ * parsed on it so far. 0 for anything else. Loop thread. */
+int cti_tls_read_pending(CURL *easy, uint64_t *records);
+
 /* After a policy change, and after each retired transfer while some remain
  * (loop->stale_sockets): shut down connections opened under an older
  * trust generation that no live transfer opened or uses (idle in curl's

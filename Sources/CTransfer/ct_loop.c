@@ -112,6 +112,57 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp,
   return 0;
 }
 
+/* OpenSSL reads ahead on bulk TLS connections (ct_tls_read.c), so whole
+ * records can wait in its buffer while the socket is empty: libcurl 7.88
+ * stops reading (it asks SSL_pending, then polls the socket) and epoll
+ * never reports them. After each pass, drive every transfer whose
+ * connection holds such bytes again, once per socket (HTTP/2 streams
+ * share one), until none is left. A transfer whose re-drive parsed no
+ * record (the buffer holds the start of one; the rest must come from the
+ * socket, which epoll reports; or it is paused) waits until a record
+ * comes. Bounded: what is left after REDRIVE_PASSES runs on the next
+ * pass, without sleeping. */
+#define REDRIVE_PASSES 64
+#define REDRIVE_BATCH 16
+
+static void redrive_tls(struct ct_loop *loop)
+{
+  int pass;
+
+  loop->tls_redrive_again = 0;
+  for(pass = 0; pass < REDRIVE_PASSES; pass++) {
+    curl_socket_t fds[REDRIVE_BATCH];
+    struct cti_transfer *t;
+    int n = 0;
+    int i;
+
+    for(t = loop->all; t && n < REDRIVE_BATCH; t = t->next) {
+      uint64_t records = 0;
+      if(!t->sock_polled || !t->easy || !cti_transfer_in_multi(t) ||
+         !cti_tls_socket_is_polled(loop, t->sock) ||
+         !cti_tls_read_pending(t->easy, &records) ||
+         records == t->redrive_mark)
+        continue;
+      t->redrive_mark = records;
+      for(i = 0; i < n && fds[i] != t->sock; i++)
+        ;
+      if(i == n)
+        fds[n++] = t->sock;
+    }
+    if(n == 0)
+      return;
+    /* socket_action may retire transfers: only descriptors are kept */
+    for(i = 0; i < n; i++) {
+      __atomic_store_n(&loop->tls_redrives,
+                       __atomic_load_n(&loop->tls_redrives,
+                                       __ATOMIC_RELAXED) + 1,
+                       __ATOMIC_RELAXED);
+      socket_action(loop, fds[i], CURL_CSELECT_IN);
+    }
+  }
+  loop->tls_redrive_again = 1;
+}
+
 /* Monotonic milliseconds. */
 static int64_t now_ms(void)
 {
@@ -143,7 +194,7 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 static int wait_ms(struct ct_loop *loop)
 {
   int64_t left;
-  if(loop->run_timeout_now)
+  if(loop->run_timeout_now || loop->tls_redrive_again)
     return 0;
   if(loop->curl_deadline < 0)
     return -1;
@@ -197,6 +248,8 @@ static void *loop_main(void *arg)
         socket_action(loop, fd, bits);
       }
     }
+    if(loop->tls_read_ahead_conns > 0 || loop->tls_redrive_again)
+      redrive_tls(loop);
     if(loop->config.callbacks.on_batch_end)
       loop->config.callbacks.on_batch_end(loop->config.batch_ctx);
   }
@@ -404,6 +457,11 @@ int64_t ct_loop_active_count(const struct ct_loop *loop)
 uint64_t ct_loop_wakeups(const struct ct_loop *loop)
 {
   return __atomic_load_n(&loop->wakeups, __ATOMIC_RELAXED);
+}
+
+uint64_t ct_loop_tls_redrives(const struct ct_loop *loop)
+{
+  return __atomic_load_n(&loop->tls_redrives, __ATOMIC_RELAXED);
 }
 
 uint64_t ct_loop_setopt_calls(const struct ct_loop *loop)

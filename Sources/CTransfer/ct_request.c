@@ -101,10 +101,16 @@ static uint64_t hash_string(const char *s);
 static CURLcode ssl_ctx_cb(CURL *easy, void *ssl_ctx, void *userp)
 {
   struct cti_transfer *t = userp;
-  return (CURLcode)cti_tls_configure_ctx(t->loop->tls, ssl_ctx, easy,
-                                         t->ca_file,
-                                         (t->flags & CT_FLAG_INSECURE) != 0,
-                                         &t->verdict);
+  CURLcode rc = (CURLcode)cti_tls_configure_ctx(t->loop->tls, ssl_ctx, easy,
+                                                t->ca_file,
+                                                (t->flags & CT_FLAG_INSECURE)
+                                                != 0, &t->verdict);
+  /* Bulk bodies read ahead (ct_tls_read.c); a trace keeps libcurl's own
+   * message callback. */
+  if(rc == CURLE_OK && t->recv_buffer > CURL_MAX_WRITE_SIZE &&
+     !(t->flags & CT_FLAG_TRACE))
+    cti_tls_read_ahead_enable(t->loop, ssl_ctx);
+  return rc;
 }
 
 static void trust_marker(struct cti_transfer *t, char *out, size_t cap)

@@ -85,9 +85,21 @@ void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
   if(!slot)
     return;
   slot->polled = polled;
+  /* Only while polled: curl may remove a socket for a handle whose
+   * transfer is gone, and the slot says whether it is still polled. */
   if(polled && easy &&
-     curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&t) == CURLE_OK && t)
+     curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&t) == CURLE_OK && t) {
     slot->user = t->id;
+    t->sock = fd;             /* ct_loop.c drives it again after reading */
+    t->sock_polled = 1;
+  }
+}
+
+int cti_tls_socket_is_polled(struct ct_loop *loop, curl_socket_t fd)
+{
+  struct cti_tracked_socket *slot = find(loop, fd);
+
+  return slot && slot->polled;
 }
 
 /* 1 when transfer `id` is still running (paused counts as running). */

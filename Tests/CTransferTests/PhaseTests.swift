@@ -26,6 +26,7 @@ struct PhaseOutcome: Sendable {
     var httpStatus: Int = 0
     var bytesOnDisk: Int64 = 0
     var writeBufferPeak: Int64 = 0
+    var reusedConnection = false
 }
 
 /// A loop whose phase trace and results the test reads. Callbacks run on the loop thread.
@@ -56,7 +57,8 @@ final class PhaseHarness: Sendable {
             }
             let outcome = PhaseOutcome(code: r.code, body: body, message: message, sysErrno: r.sys_errno,
                                        httpStatus: Int(r.http_status), bytesOnDisk: r.bytes_on_disk,
-                                       writeBufferPeak: r.write_buffer_peak)
+                                       writeBufferPeak: r.write_buffer_peak,
+                                       reusedConnection: r.metrics.reused_connection != 0)
             entry.harness.outcomes.withLock { $0[entry.tag, default: []].append(outcome) }
         }
         config.on_phase = { ctx, event in

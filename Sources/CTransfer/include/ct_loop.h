@@ -224,6 +224,10 @@ ct_code ct_loop_set_total_speed_limit(struct ct_loop *_Nonnull loop,
  * loop iterations (epoll returns) so far. Relaxed reads. */
 int64_t ct_loop_active_count(const struct ct_loop *_Nonnull loop);
 uint64_t ct_loop_wakeups(const struct ct_loop *_Nonnull loop);
+/* Introspection for tests: how often the loop drove a TLS connection again
+ * because OpenSSL held records read ahead that epoll cannot report (bulk
+ * HTTPS bodies, ct_tls_read.c). Relaxed read, any thread. */
+uint64_t ct_loop_tls_redrives(const struct ct_loop *_Nonnull loop);
 /* curl_easy_setopt calls made so far: a handle reused for the same option
  * profile is given only the per-request options (ct_pool.c). */
 uint64_t ct_loop_setopt_calls(const struct ct_loop *_Nonnull loop);

@@ -1,0 +1,119 @@
+import CTransfer
+import Foundation
+import TestSupport
+import Testing
+
+/// Issue 14 item 4: a bulk HTTPS body is read in 64 KiB blocks (OpenSSL read-ahead) instead of
+/// one 16 KiB record per two recv() calls. Whole records then wait in OpenSSL's buffer where epoll
+/// cannot see them, and libcurl 7.88 stops reading when the socket is empty: the loop drives such
+/// connections again (`ct_loop_tls_redrives`). A record left behind would stall the transfer
+/// until the wait below gives up; a record delivered twice or lost would change the digest.
+@Suite("TLS read-ahead", .serialized, .enabled(if: NginxFixture.isInstalled))
+struct TLSReadAheadTests {
+    private var bulkSize: Int {
+        ProcessInfo.processInfo.environment["TRANSFER_TEST_SANITIZER"] == nil ? 64 << 20 : 16 << 20
+    }
+
+    private func submitFile(_ harness: PhaseHarness, _ url: URL, to path: String, caFile: String) throws -> UInt64 {
+        try harness.submit(url.absoluteString) { spec, strings in
+            spec.sink_kind = CT_SINK_FILE
+            spec.sink_path = strings.dup(path)
+            spec.ca_file = strings.dup(caFile)
+        }
+    }
+
+    @Test("a bulk HTTPS body read ahead reaches disk byte for byte, and the loop drove what OpenSSL held")
+    func bulkBodyIsExact() throws {
+        let nginx = try NginxFixture.shared()
+        let (path, digest) = try nginx.ensureFile(size: bulkSize, seed: 14)
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness()
+        defer { harness.destroy() }
+        let file = folder.file("bulk.bin").path
+
+        let id = try submitFile(harness, nginx.url(.https, path), to: file, caFile: nginx.caFile)
+        let outcome = try harness.waitForFinish(id, timeout: .seconds(60))
+
+        #expect(outcome.code == CT_OK, "\(outcome.message)")
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: file)) == digest)
+        #expect(ct_loop_tls_redrives(harness.loop) > 0)
+    }
+
+    @Test("two bulk bodies at once over HTTP/2, read ahead, both arrive byte for byte")
+    func http2StreamsShareTheReadAhead() throws {
+        let nginx = try NginxFixture.shared()
+        let size = bulkSize / 4
+        let (firstPath, firstDigest) = try nginx.ensureFile(size: size, seed: 18)
+        let (secondPath, secondDigest) = try nginx.ensureFile(size: size, seed: 19)
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness()
+        defer { harness.destroy() }
+        let firstFile = folder.file("h2-first.bin").path
+        let secondFile = folder.file("h2-second.bin").path
+
+        // Given two bulk downloads from the HTTP/2 listener at once
+        let first = try submitFile(harness, nginx.url(.http2, firstPath), to: firstFile, caFile: nginx.caFile)
+        let second = try submitFile(harness, nginx.url(.http2, secondPath), to: secondFile, caFile: nginx.caFile)
+
+        // When both finish
+        let firstOutcome = try harness.waitForFinish(first, timeout: .seconds(60))
+        let secondOutcome = try harness.waitForFinish(second, timeout: .seconds(60))
+
+        // Then neither lost a record to the other stream or to OpenSSL's buffer
+        #expect(firstOutcome.code == CT_OK, "\(firstOutcome.message)")
+        #expect(secondOutcome.code == CT_OK, "\(secondOutcome.message)")
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: firstFile)) == firstDigest)
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: secondFile)) == secondDigest)
+    }
+
+    @Test("a small body on a connection that read ahead for a bulk one arrives whole")
+    func smallBodyOnReadAheadConnection() throws {
+        let nginx = try NginxFixture.shared()
+        let (bulkPath, _) = try nginx.ensureFile(size: 4 << 20, seed: 15)
+        let (smallPath, smallDigest) = try nginx.ensureFile(size: 300 << 10, seed: 16)
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness()
+        defer { harness.destroy() }
+
+        // Given a connection opened (and reading ahead) for a bulk body
+        let bulk = try submitFile(harness, nginx.url(.https, bulkPath), to: folder.file("bulk.bin").path,
+                                  caFile: nginx.caFile)
+        let first = try harness.waitForFinish(bulk)
+        #expect(first.code == CT_OK, "\(first.message)")
+
+        // When a request that keeps its body in memory (not a bulk one) reuses it
+        let small = try harness.submit(nginx.url(.https, smallPath).absoluteString) { spec, strings in
+            spec.ca_file = strings.dup(nginx.caFile)
+        }
+        let outcome = try harness.waitForFinish(small)
+
+        // Then its 300 KiB (about 19 records, read 64 KiB at a time) all arrive
+        #expect(outcome.code == CT_OK, "\(outcome.message)")
+        #expect(outcome.reusedConnection)
+        #expect(FileDigest.sha256(outcome.body) == smallDigest)
+    }
+
+    @Test("a bulk HTTPS download suspended and resumed mid-body loses no record")
+    func pauseAndResumeKeepsBufferedRecords() throws {
+        let nginx = try NginxFixture.shared()
+        let (path, digest) = try nginx.ensureFile(size: bulkSize, seed: 17)
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness()
+        defer { harness.destroy() }
+        let file = folder.file("paused.bin").path
+
+        // Given a bulk download that is receiving
+        let id = try submitFile(harness, nginx.url(.https, path), to: file, caFile: nginx.caFile)
+        try harness.waitForPhase(id, CT_PHASE_RECEIVING)
+
+        // When it is suspended (OpenSSL may hold records read ahead) and resumed
+        #expect(ct_loop_pause(harness.loop, id) == CT_OK)
+        try harness.waitForEvent(id, "the user pause") { $0.why == "suspended" }
+        #expect(ct_loop_resume(harness.loop, id) == CT_OK)
+        let outcome = try harness.waitForFinish(id, timeout: .seconds(60))
+
+        // Then every byte arrives once, in order
+        #expect(outcome.code == CT_OK, "\(outcome.message)")
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: file)) == digest)
+    }
+}
