@@ -861,7 +861,7 @@ def target_checks(summary):
                        None if t is None else t <= limit))
 
     # Issues 8 and 14: bulk downloads at least as fast as curl with no more CPU
-    # per GiB, HTTPS as fast as AsyncHTTPClient, ≤ 32 MiB peak RSS.
+    # per GiB, ≤ 32 MiB peak RSS.
     for key in ("s1-download-1g-http", "s2-download-1g-https"):
         ratio(key, "curl", 1.0, "throughput")
         cpu_at_most_curl(key, "per GiB")
