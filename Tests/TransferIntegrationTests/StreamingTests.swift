@@ -324,6 +324,57 @@ struct StreamingHTTP2Tests {
 /// A chunk hook that falls behind holds its transfer back instead of queueing the body.
 @Suite("Streaming through a slow chunk hook", .serialized)
 struct StreamingSlowHookTests {
+    @Test("a hook backlog drained before the task knows its engine id does not leave the transfer held")
+    func drainBeforeTheEngineID() async throws {
+        // Found in a benchmark: the engine held a transfer for its hook, the
+        // hook drained the backlog before the submitting thread had recorded
+        // the engine id, the wake-up found no id and was dropped, and the
+        // transfer stayed held until its idle timeout. The seam keeps the
+        // submitter in that window until the hook has drained; the state
+        // machine now keeps the wake-up and sends it with the id.
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+        let count = StreamingTests.bigCount
+        let gate = DispatchSemaphore(value: 0)
+        let entered = Locked(false)
+        let seen = Locked(0)
+        var hooks = SessionHooks()
+        hooks.dataTaskDidReceiveData = { _, _, chunk in
+            if !entered.withLock({ $0 }) {
+                entered.withLock { $0 = true }
+                _ = gate.wait(timeout: .now() + .seconds(60))
+            }
+            seen.withLock { $0 += chunk.count }
+        }
+        session.hooks = hooks
+        let done = Completion<TransferError?>()
+        let task = session.dataTask(with: Request(url: server.url("/bytes/\(count)?seed=40"))) { _, _, error in
+            done.fulfil(error)
+        }
+        let window = Locked<(held: Bool, drained: Bool)>((false, false))
+        session.afterEngineSubmitForTesting.withLock {
+            $0 = { _ in
+                // In the window (the engine runs the transfer, the task has
+                // not recorded its id): the engine holds the transfer for the
+                // hook, then the hook drains the backlog below its low-water
+                // mark, and its wake-up finds no id.
+                let held = Wait.poll(timeout: .seconds(30)) { task.hookBacklog.withLock { $0.holding } }
+                gate.signal()
+                let drained = Wait.poll(timeout: .seconds(30)) { !task.hookBacklog.withLock { $0.holding } }
+                window.withLock { $0 = (held, drained) }
+            }
+        }
+        // Off the cooperative pool: the seam blocks the submitting thread.
+        DispatchQueue.global().async { task.resume() }
+
+        let error = try #require(await done.wait(), "the transfer stayed held after the hook drained")
+        #expect(window.withLock { $0.held && $0.drained }, "the hold and the drain both came inside the window")
+        #expect(error == nil)
+        #expect(seen.withLock { $0 } == count)
+    }
+
     @Test("a hook that blocks pauses the transfer in the engine; releasing it lets the body arrive whole")
     func blockedHookPausesTheEngine() async throws {
         let server = try await TestServer.start()

@@ -148,7 +148,7 @@ struct Backpressure: Sendable {
 /// `append` answers true when the buffer reached its high-water mark: the
 /// engine then holds the transfer (`CT_PAUSE_CONSUMER`) until the consumer,
 /// having taken chunks down to the low-water mark, calls
-/// ``DataTask/consumerDidDrain()``. `holding` is set on the loop thread
+/// ``TransferTask/consumerDidDrain()``. `holding` is set on the loop thread
 /// before the engine sets its pause reason, and the wake-up is a command the
 /// loop runs after that, so it is never lost.
 final class ResponseBodyBuffer: Sendable {

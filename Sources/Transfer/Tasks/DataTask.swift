@@ -229,14 +229,6 @@ public class DataTask: TransferTask, @unchecked Sendable {
     /// start another hop whose bytes would join the same stream.
     override var allowsFollowUps: Bool { bodyBuffer == nil }
 
-    /// The stream's consumer drained its buffer below the low-water mark:
-    /// the engine may deliver again. A lost command fails the task instead
-    /// of leaving it held for ever.
-    func consumerDidDrain() {
-        guard let id = core.withLock({ $0.life.engineID }) else { return }
-        if !session.engine.consumerReady(id) { cancel() }
-    }
-
     override func discardHopResult() {
         chunks.withLock { $0 = nil }
     }

@@ -57,6 +57,9 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     private(set) var state: State
     /// The async/await waiter, fired once with the completion.
     private var waiter: (any TaskWaiter)?
+    /// The body's consumer drained its buffer while the id was not known:
+    /// the engine must hear it once the id is (``takeDeferredConsumerReady()``).
+    private var deferredConsumerReady = false
 
     init() {
         state = .initialized
@@ -220,6 +223,30 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         case .suspend: return .pauseEngine(id)
         case .cancel(let keep): return .cancelEngine(id, keepPartial: keep)
         }
+    }
+
+    /// The body's consumer drained its buffer: the id to tell the engine, or
+    /// nil. While submitting (the engine runs the transfer, the id is not
+    /// recorded yet) the wake-up is kept and returned by
+    /// ``takeDeferredConsumerReady()`` after ``submitted(id:)``; with no
+    /// transfer in the engine there is nothing to wake.
+    mutating func consumerReady() -> UInt64? {
+        switch state {
+        case .inEngine(let id, _):
+            return id
+        case .submitting:
+            deferredConsumerReady = true
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// True once after ``submitted(id:)`` when a drain came while submitting.
+    mutating func takeDeferredConsumerReady() -> Bool {
+        defer { deferredConsumerReady = false }
+        guard case .inEngine = state else { return false }
+        return deferredConsumerReady
     }
 
     enum LocalFinishAction {

@@ -254,7 +254,14 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             error.url = request.url
             submitFailed(error)
         case .success(let id):
-            let (action, limit) = core.withLock { core in (core.life.submitted(id: id), core.speedLimit) }
+            // The transfer already runs and its events reach the delegate
+            // queue: one that needed the id before this line was kept by the
+            // state machine and comes back as `wake` (TaskStateMachine).
+            session.afterEngineSubmitForTesting.withLock { $0 }?(id)
+            let (action, limit, wake) = core.withLock { core in
+                (core.life.submitted(id: id), core.speedLimit, core.life.takeDeferredConsumerReady())
+            }
+            if wake { consumerReady(id) }
             didSubmit(engineID: id)
             // A limit set between building the spec and knowing the id.
             if let limit { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
@@ -269,6 +276,19 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     /// The engine accepted the transfer under `engineID` (each hop).
     func didSubmit(engineID: UInt64) {}
+
+    /// The consumer of the body (a stream's reader, the chunk hook) drained
+    /// its buffer: the engine may deliver again. A drain that came before the
+    /// engine id was known is kept and sent when it is. A lost command fails
+    /// the task instead of leaving it held for ever.
+    final func consumerDidDrain() {
+        guard let id = core.withLock({ $0.life.consumerReady() }) else { return }
+        consumerReady(id)
+    }
+
+    private func consumerReady(_ id: UInt64) {
+        if !session.engine.consumerReady(id) { cancel() }
+    }
 
     func submitFailed(_ error: TransferError) {
         if case .finishLocally(let error) = core.withLock({ $0.life.submitFailed(error) }) {
