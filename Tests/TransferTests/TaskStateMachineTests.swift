@@ -174,42 +174,44 @@ struct TaskStateMachineTests {
         guard case .deliver = machine.complete(cancelled) else { Issue.record("must deliver"); return }
     }
 
-    @Test("a consumer drain before the engine id is known is kept and handed back once with the id")
+    @Test("a consumer drain or an allowed response before the engine id is known is kept and handed back once with the id")
     func drainBeforeEngineID() {
         var machine = Machine()
         _ = machine.resume()
         // The engine runs the transfer; the body's consumer drains before the id is recorded.
         let early = machine.consumerReady()
+        let allowed = machine.allowResponse()
         let submitted = machine.submitted(id: 9)
-        let first = machine.takeDeferredConsumerReady()
-        let second = machine.takeDeferredConsumerReady()
-        #expect(early == nil)
+        let first = machine.takeDeferredCommands()
+        let second = machine.takeDeferredCommands()
+        #expect(early == nil && allowed == nil)
         #expect(submitted == .none)
-        #expect(first)
-        #expect(!second, "handed back once")
+        #expect(first == [.consumerReady, .allowResponse])
+        #expect(second.isEmpty, "handed back once")
         // With the id known, a drain names it at once and nothing is kept.
         let later = machine.consumerReady()
-        let kept = machine.takeDeferredConsumerReady()
-        #expect(later == 9)
-        #expect(!kept)
+        let laterAllowed = machine.allowResponse()
+        let kept = machine.takeDeferredCommands()
+        #expect(later == 9 && laterAllowed == 9)
+        #expect(kept.isEmpty)
     }
 
     @Test("a drain with no transfer in the engine wakes nothing; one kept for a transfer that finished first is dropped")
     func drainWithoutTransfer() {
         var fresh = Machine()
         let none = fresh.consumerReady()
-        let freshKept = fresh.takeDeferredConsumerReady()
-        #expect(none == nil && !freshKept)
+        let freshKept = fresh.takeDeferredCommands()
+        #expect(none == nil && freshKept.isEmpty)
 
         var machine = Machine()
         _ = machine.resume()
         let early = machine.consumerReady()
         _ = machine.submitFailed(cancelled)
         let stale = machine.submitted(id: 3)
-        let kept = machine.takeDeferredConsumerReady()
+        let kept = machine.takeDeferredCommands()
         #expect(early == nil)
         #expect(stale == .none)
-        #expect(!kept, "no transfer in the engine to wake")
+        #expect(kept.isEmpty, "no transfer in the engine to wake")
     }
 
     @Test("cancel in the engine is sent once; suspend and resume after it do nothing")

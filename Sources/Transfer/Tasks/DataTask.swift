@@ -123,8 +123,9 @@ public class DataTask: TransferTask, @unchecked Sendable {
         }
         switch disposition {
         case .allow:
-            // No id: cancelled meanwhile, and the engine is already told.
-            if let id = core.withLock({ $0.life.engineID }) { session.engine.setDisposition(id, .allow) }
+            // No id: cancelled meanwhile (the engine is already told), or
+            // still submitting (sent when the id is known).
+            if let id = core.withLock({ $0.life.allowResponse() }) { session.engine.setDisposition(id, .allow) }
         case .cancel:
             cancel()
         case .becomeDownload:

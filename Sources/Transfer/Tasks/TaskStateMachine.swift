@@ -57,9 +57,18 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     private(set) var state: State
     /// The async/await waiter, fired once with the completion.
     private var waiter: (any TaskWaiter)?
-    /// The body's consumer drained its buffer while the id was not known:
-    /// the engine must hear it once the id is (``takeDeferredConsumerReady()``).
-    private var deferredConsumerReady = false
+    /// Engine commands asked for while the id was not known (the engine
+    /// already runs the transfer): sent once it is (``takeDeferredCommands()``).
+    private var deferred: DeferredCommands = []
+
+    /// Commands that events of a running transfer send to the engine.
+    struct DeferredCommands: OptionSet, Sendable {
+        let rawValue: UInt8
+        /// The body's consumer drained its buffer: deliver again.
+        static var consumerReady: DeferredCommands { DeferredCommands(rawValue: 1 << 0) }
+        /// The response hook or delegate allowed the response: go on.
+        static var allowResponse: DeferredCommands { DeferredCommands(rawValue: 1 << 1) }
+    }
 
     init() {
         state = .initialized
@@ -227,26 +236,33 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
 
     /// The body's consumer drained its buffer: the id to tell the engine, or
     /// nil. While submitting (the engine runs the transfer, the id is not
-    /// recorded yet) the wake-up is kept and returned by
-    /// ``takeDeferredConsumerReady()`` after ``submitted(id:)``; with no
-    /// transfer in the engine there is nothing to wake.
-    mutating func consumerReady() -> UInt64? {
+    /// recorded yet) the command is kept and returned by
+    /// ``takeDeferredCommands()`` after ``submitted(id:)``; with no transfer
+    /// in the engine there is nothing to wake.
+    mutating func consumerReady() -> UInt64? { engineCommand(.consumerReady) }
+
+    /// The response was allowed (hook, delegate or default): the id to tell
+    /// the engine, or nil, kept while submitting as ``consumerReady()``.
+    mutating func allowResponse() -> UInt64? { engineCommand(.allowResponse) }
+
+    private mutating func engineCommand(_ command: DeferredCommands) -> UInt64? {
         switch state {
         case .inEngine(let id, _):
             return id
         case .submitting:
-            deferredConsumerReady = true
+            deferred.insert(command)
             return nil
         default:
             return nil
         }
     }
 
-    /// True once after ``submitted(id:)`` when a drain came while submitting.
-    mutating func takeDeferredConsumerReady() -> Bool {
-        defer { deferredConsumerReady = false }
-        guard case .inEngine = state else { return false }
-        return deferredConsumerReady
+    /// Once after ``submitted(id:)``: the commands that came while
+    /// submitting, for the transfer now in the engine (none if it is not).
+    mutating func takeDeferredCommands() -> DeferredCommands {
+        defer { deferred = [] }
+        guard case .inEngine = state else { return [] }
+        return deferred
     }
 
     enum LocalFinishAction {

@@ -255,13 +255,14 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             submitFailed(error)
         case .success(let id):
             // The transfer already runs and its events reach the delegate
-            // queue: one that needed the id before this line was kept by the
-            // state machine and comes back as `wake` (TaskStateMachine).
+            // queue: a command one of them needed the id for before this line
+            // was kept by the state machine and is sent now.
             session.afterEngineSubmitForTesting.withLock { $0 }?(id)
-            let (action, limit, wake) = core.withLock { core in
-                (core.life.submitted(id: id), core.speedLimit, core.life.takeDeferredConsumerReady())
+            let (action, limit, deferred) = core.withLock { core in
+                (core.life.submitted(id: id), core.speedLimit, core.life.takeDeferredCommands())
             }
-            if wake { consumerReady(id) }
+            if deferred.contains(.allowResponse) { session.engine.setDisposition(id, .allow) }
+            if deferred.contains(.consumerReady) { consumerReady(id) }
             didSubmit(engineID: id)
             // A limit set between building the spec and knowing the id.
             if let limit { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
