@@ -64,6 +64,40 @@ struct TaskLifecycleTests {
         #expect(session.tasks.isEmpty)
     }
 
+    @Test("a becomeDownload answered before the task knows its engine id hands the transfer over all the same")
+    func becomeDownloadBeforeEngineID() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+        let answered = Locked(false)
+        session.hooks.dataTaskDidReceiveResponse = { _, _, _ in
+            answered.withLock { $0 = true }
+            return .becomeDownload
+        }
+        let inWindow = Locked(false)
+        // Keeps the submitter between the engine's submit and recording the
+        // id until the hook has answered (the old code dropped the answer:
+        // the transfer waited in the engine for a disposition for ever).
+        session.afterEngineSubmitForTesting.withLock {
+            $0 = { _ in inWindow.withLock { $0 = Wait.poll(timeout: .seconds(30)) { answered.withLock { $0 } } } }
+        }
+        let done = Completion<TransferError?>()
+        let digest = Locked<String?>(nil)
+        let task = session.dataTask(with: Request(url: server.url("/bytes/300000?seed=8"))) { _, _, error in
+            // The file lives only during the handler (no destination was given).
+            digest.withLock { $0 = error?.fileURL.flatMap { try? FileDigest.sha256(of: $0) } }
+            done.fulfil(error)
+        }
+        // Off the cooperative pool: the seam blocks the submitting thread.
+        DispatchQueue.global().async { task.resume() }
+
+        let error = try #require(await done.wait(), "the data task never completed")
+        #expect(inWindow.withLock { $0 }, "the hook answered inside the window")
+        #expect(error?.code == .becameDownload)
+        #expect(digest.withLock { $0 } == TestServer.sha256(seed: 8, count: 300_000))
+    }
+
     @Test("after becomeDownload, a data task's completion handler runs exactly once, with the file present")
     func completionHandlerRunsOnce() async throws {
         let server = try await TestServer.start()

@@ -196,6 +196,20 @@ struct TaskStateMachineTests {
         #expect(kept.isEmpty)
     }
 
+    @Test("a becomeDownload answer before the engine id is known is kept and handed back with the id")
+    func becomeDownloadBeforeEngineID() {
+        var machine = Machine()
+        _ = machine.resume()
+        let early = machine.becomeDownloadRequested()
+        let submitted = machine.submitted(id: 5)
+        let kept = machine.takeDeferredCommands()
+        let later = machine.becomeDownloadRequested()
+        #expect(early == nil)
+        #expect(submitted == .none)
+        #expect(kept == .becomeDownload)
+        #expect(later == 5)
+    }
+
     @Test("a drain with no transfer in the engine wakes nothing; one kept for a transfer that finished first is dropped")
     func drainWithoutTransfer() {
         var fresh = Machine()

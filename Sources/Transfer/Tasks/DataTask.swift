@@ -140,7 +140,29 @@ public class DataTask: TransferTask, @unchecked Sendable {
     /// ends, with ``TransferError/Code/becameDownload`` (see
     /// ``SessionManager/data(for:)``).
     private func becomeDownload(response: HTTPResponse) {
-        guard let engineID = core.withLock({ $0.life.engineID }) else { return }   // cancelled meanwhile
+        // No id: cancelled meanwhile, or still submitting (then kept, and
+        // acted on when the id is known: deferredBecomeDownload).
+        let engineID = core.withLock { core -> UInt64? in
+            let id = core.life.becomeDownloadRequested()
+            if id == nil { core.responseToBecomeDownload = response }
+            return id
+        }
+        guard let engineID else { return }
+        becomeDownload(response: response, engineID: engineID)
+    }
+
+    override func deferredBecomeDownload(engineID: UInt64) {
+        let kept = core.withLock { core -> HTTPResponse? in
+            defer { core.responseToBecomeDownload = nil }
+            return core.responseToBecomeDownload
+        }
+        // On the submitting thread: the hand-over (and the hooks it calls)
+        // runs on the delegate queue, as when the id was known.
+        guard let kept else { return }
+        session.delegateQueue.async { [self] in becomeDownload(response: kept, engineID: engineID) }
+    }
+
+    private func becomeDownload(response: HTTPResponse, engineID: UInt64) {
         let download = session.makeAdoptedDownloadTask(from: self, response: response, engineID: engineID)
         let (action, route) = core.withLock { core in (core.life.becomeDownload(download), core.route) }
         guard case .become(_, let suspended) = action, let route else {

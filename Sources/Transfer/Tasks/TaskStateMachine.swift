@@ -68,6 +68,9 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         static var consumerReady: DeferredCommands { DeferredCommands(rawValue: 1 << 0) }
         /// The response hook or delegate allowed the response: go on.
         static var allowResponse: DeferredCommands { DeferredCommands(rawValue: 1 << 1) }
+        /// The response hook or delegate answered `becomeDownload`: hand the
+        /// transfer to a download task (which needs the id).
+        static var becomeDownload: DeferredCommands { DeferredCommands(rawValue: 1 << 2) }
     }
 
     init() {
@@ -244,6 +247,11 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     /// The response was allowed (hook, delegate or default): the id to tell
     /// the engine, or nil, kept while submitting as ``consumerReady()``.
     mutating func allowResponse() -> UInt64? { engineCommand(.allowResponse) }
+
+    /// The response hook or delegate answered `becomeDownload`: the id of the
+    /// transfer to hand over, or nil, kept while submitting as
+    /// ``consumerReady()``.
+    mutating func becomeDownloadRequested() -> UInt64? { engineCommand(.becomeDownload) }
 
     private mutating func engineCommand(_ command: DeferredCommands) -> UInt64? {
         switch state {

@@ -55,6 +55,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         var credential: (value: Credential, schemes: EngineAuthSchemes, url: URL)?
         /// The user/password sent with the hop now running, if any.
         var credentialInFlight: Credential?
+        /// The response a `becomeDownload` answer was for, while it waits for
+        /// the engine id (TaskStateMachine.DeferredCommands).
+        var responseToBecomeDownload: HTTPResponse?
         /// Credentials a server answered with a 401 for this task: never sent again.
         var refusedCredentials: [Credential] = []
         var lastDelivered: (upload: TransferProgress, download: TransferProgress)?
@@ -262,6 +265,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                 (core.life.submitted(id: id), core.speedLimit, core.life.takeDeferredCommands())
             }
             if deferred.contains(.allowResponse) { session.engine.setDisposition(id, .allow) }
+            if deferred.contains(.becomeDownload) { deferredBecomeDownload(engineID: id) }
             if deferred.contains(.consumerReady) { consumerReady(id) }
             didSubmit(engineID: id)
             // A limit set between building the spec and knowing the id.
@@ -277,6 +281,10 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     /// The engine accepted the transfer under `engineID` (each hop).
     func didSubmit(engineID: UInt64) {}
+
+    /// A `becomeDownload` answer came before the engine id was known
+    /// (``DataTask`` acts on it now).
+    func deferredBecomeDownload(engineID: UInt64) {}
 
     /// The consumer of the body (a stream's reader, the chunk hook) drained
     /// its buffer: the engine may deliver again. A drain that came before the
