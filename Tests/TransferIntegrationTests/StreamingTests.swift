@@ -354,6 +354,8 @@ struct StreamingSlowHookTests {
             done.fulfil(error)
         }
         let window = Locked<(held: Bool, drained: Bool)>((false, false))
+        // The seam holds the task and the session holds the seam: let go at the end.
+        defer { session.afterEngineSubmitForTesting.withLock { $0 = nil } }
         session.afterEngineSubmitForTesting.withLock {
             $0 = { _ in
                 // In the window (the engine runs the transfer, the task has

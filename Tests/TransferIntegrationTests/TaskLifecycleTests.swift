@@ -76,6 +76,7 @@ struct TaskLifecycleTests {
             return .becomeDownload
         }
         let inWindow = Locked(false)
+        defer { session.afterEngineSubmitForTesting.withLock { $0 = nil } }
         // Keeps the submitter between the engine's submit and recording the
         // id until the hook has answered (the old code dropped the answer:
         // the transfer waited in the engine for a disposition for ever).
