@@ -355,18 +355,16 @@ struct StreamingSlowHookTests {
         }
         let window = Locked<(held: Bool, drained: Bool)>((false, false))
         // The seam holds the task and the session holds the seam: let go at the end.
-        defer { session.afterEngineSubmitForTesting.withLock { $0 = nil } }
-        session.afterEngineSubmitForTesting.withLock {
-            $0 = { _ in
-                // In the window (the engine runs the transfer, the task has
-                // not recorded its id): the engine holds the transfer for the
-                // hook, then the hook drains the backlog below its low-water
-                // mark, and its wake-up finds no id.
-                let held = Wait.poll(timeout: .seconds(30)) { task.hookBacklog.withLock { $0.holding } }
-                gate.signal()
-                let drained = Wait.poll(timeout: .seconds(30)) { !task.hookBacklog.withLock { $0.holding } }
-                window.withLock { $0 = (held, drained) }
-            }
+        defer { session.afterEngineSubmitForTesting.install(nil) }
+        session.afterEngineSubmitForTesting.install { _ in
+            // In the window (the engine runs the transfer, the task has
+            // not recorded its id): the engine holds the transfer for the
+            // hook, then the hook drains the backlog below its low-water
+            // mark, and its wake-up finds no id.
+            let held = Wait.poll(timeout: .seconds(30)) { task.hookBacklog.withLock { $0.holding } }
+            gate.signal()
+            let drained = Wait.poll(timeout: .seconds(30)) { !task.hookBacklog.withLock { $0.holding } }
+            window.withLock { $0 = (held, drained) }
         }
         // Off the cooperative pool: the seam blocks the submitting thread.
         DispatchQueue.global().async { task.resume() }

@@ -76,13 +76,11 @@ struct TaskLifecycleTests {
             return .becomeDownload
         }
         let inWindow = Locked(false)
-        defer { session.afterEngineSubmitForTesting.withLock { $0 = nil } }
+        defer { session.afterEngineSubmitForTesting.install(nil) }
         // Keeps the submitter between the engine's submit and recording the
         // id until the hook has answered (the old code dropped the answer:
         // the transfer waited in the engine for a disposition for ever).
-        session.afterEngineSubmitForTesting.withLock {
-            $0 = { _ in inWindow.withLock { $0 = Wait.poll(timeout: .seconds(30)) { answered.withLock { $0 } } } }
-        }
+        session.afterEngineSubmitForTesting.install { _ in inWindow.withLock { $0 = Wait.poll(timeout: .seconds(30)) { answered.withLock { $0 } } } }
         let done = Completion<TransferError?>()
         let digest = Locked<String?>(nil)
         let task = session.dataTask(with: Request(url: server.url("/bytes/300000?seed=8"))) { _, _, error in

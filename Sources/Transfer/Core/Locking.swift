@@ -38,3 +38,24 @@ package final class Protected<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+/// A hook a test installs to widen a race window on purpose. Where none is
+/// installed (always, outside tests) running it costs one atomic load.
+package final class TestSeam<Argument>: Sendable {
+    private let installed = Atomic<Bool>(false)
+    private let hook = Protected<(@Sendable (Argument) -> Void)?>(nil)
+
+    init() {}
+
+    /// Installs `body` (nil: removes the hook, which a test must do before it
+    /// ends: a hook kept by the session must not keep what it captured).
+    package func install(_ body: (@Sendable (Argument) -> Void)?) {
+        hook.withLock { $0 = body }
+        installed.store(body != nil, ordering: .releasing)
+    }
+
+    func run(_ argument: Argument) {
+        guard installed.load(ordering: .acquiring) else { return }
+        hook.withLock { $0 }?(argument)
+    }
+}

@@ -20,7 +20,7 @@ public final class SessionManager: Sendable {
     /// Tests only: runs on the submitting thread after the engine accepted a
     /// task's transfer and before the task records its id (with the task's
     /// lock held), to widen that window on purpose.
-    package let afterEngineSubmitForTesting = Protected<(@Sendable (UInt64) -> Void)?>(nil)
+    package let afterEngineSubmitForTesting = TestSeam<UInt64>()
     /// Serial queue for hooks, delegate calls and progress closures.
     public let delegateQueue: DispatchQueue
     let temporaryDirectory: URL

@@ -9,8 +9,9 @@
 /// The state carries its data: the engine id exists only while a transfer is
 /// in the engine, what the user asked for (run, suspend, cancel) travels with
 /// it, and a task that became a download names its successor. A request made
-/// before the engine id is known (suspend, cancel) is kept in ``Intent`` and
-/// applied when the id arrives, so it cannot be lost.
+/// before the engine id is known is kept with the submitting state (suspend
+/// and cancel as its ``Intent``, the rest as ``EngineCommands``) and handed
+/// back by ``submitted(id:)``, so it cannot be lost.
 ///
 /// `Successor` is the task that takes over after `becomeDownload`
 /// (``DownloadTask`` in the library, any type in tests).
@@ -33,8 +34,10 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     enum State: Sendable {
         /// Created, never resumed.
         case initialized
-        /// Resumed; a spec is being handed to the engine and its id is not known yet.
-        case submitting(Intent)
+        /// Resumed; a spec is being handed to the engine and its id is not
+        /// known yet. The engine may already run the transfer: commands its
+        /// events asked for meanwhile are kept here until the id arrives.
+        case submitting(Intent, kept: EngineCommands)
         /// A transfer with this id is in the engine.
         case inEngine(id: UInt64, Intent)
         /// The engine finished a hop; the delegate queue decides whether a
@@ -57,20 +60,24 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     private(set) var state: State
     /// The async/await waiter, fired once with the completion.
     private var waiter: (any TaskWaiter)?
-    /// Engine commands asked for while the id was not known (the engine
-    /// already runs the transfer): sent once it is (``takeDeferredCommands()``).
-    private var deferred: DeferredCommands = []
 
-    /// Commands that events of a running transfer send to the engine.
-    struct DeferredCommands: OptionSet, Sendable {
+    /// Commands for a transfer that need its engine id: the set
+    /// ``submitted(id:)`` hands back, in the order the submitter sends them.
+    struct EngineCommands: OptionSet, Sendable {
         let rawValue: UInt8
-        /// The body's consumer drained its buffer: deliver again.
-        static var consumerReady: DeferredCommands { DeferredCommands(rawValue: 1 << 0) }
         /// The response hook or delegate allowed the response: go on.
-        static var allowResponse: DeferredCommands { DeferredCommands(rawValue: 1 << 1) }
+        static var allowResponse: EngineCommands { EngineCommands(rawValue: 1 << 0) }
         /// The response hook or delegate answered `becomeDownload`: hand the
         /// transfer to a download task (which needs the id).
-        static var becomeDownload: DeferredCommands { DeferredCommands(rawValue: 1 << 2) }
+        static var becomeDownload: EngineCommands { EngineCommands(rawValue: 1 << 1) }
+        /// The body's consumer drained its buffer: deliver again.
+        static var consumerReady: EngineCommands { EngineCommands(rawValue: 1 << 2) }
+        /// The user suspended the task: pause the transfer.
+        static var pause: EngineCommands { EngineCommands(rawValue: 1 << 3) }
+        /// The user cancelled the task: cancel the transfer (with
+        /// ``keepPartial``: keep what a download has written).
+        static var cancel: EngineCommands { EngineCommands(rawValue: 1 << 4) }
+        static var keepPartial: EngineCommands { EngineCommands(rawValue: 1 << 5) }
     }
 
     init() {
@@ -89,7 +96,7 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     var visibleState: TaskState {
         switch state {
         case .initialized: return .suspended
-        case .submitting(let intent), .inEngine(_, let intent), .betweenHops(let intent), .awaitingAttempt(let intent):
+        case .submitting(let intent, _), .inEngine(_, let intent), .betweenHops(let intent), .awaitingAttempt(let intent):
             return intent.visible
         case .finishing(let visible): return visible
         case .movedToDownload: return .running
@@ -142,10 +149,10 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     mutating func resume() -> ControlAction {
         switch state {
         case .initialized:
-            state = .submitting(.run)
+            state = .submitting(.run, kept: [])
             return .start
-        case .submitting(.suspend):
-            state = .submitting(.run)
+        case .submitting(.suspend, let kept):
+            state = .submitting(.run, kept: kept)
             return .notify(.running)
         case .inEngine(let id, .suspend):
             state = .inEngine(id: id, .run)
@@ -165,9 +172,9 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
 
     mutating func suspend() -> ControlAction {
         switch state {
-        case .submitting(.run):
+        case .submitting(.run, let kept):
             // The id is not known yet: the pause is applied when it is.
-            state = .submitting(.suspend)
+            state = .submitting(.suspend, kept: kept)
             return .notify(.suspended)
         case .inEngine(let id, .run):
             state = .inEngine(id: id, .suspend)
@@ -191,8 +198,8 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         case .initialized:
             state = .finishing(.canceling)
             return .cancelLocally
-        case .submitting(.run), .submitting(.suspend):
-            state = .submitting(.cancel(keepPartial: keepPartial))
+        case .submitting(.run, let kept), .submitting(.suspend, let kept):
+            state = .submitting(.cancel(keepPartial: keepPartial), kept: kept)
             return .notify(.canceling)
         case .inEngine(let id, .run), .inEngine(let id, .suspend):
             state = .inEngine(id: id, .cancel(keepPartial: keepPartial))
@@ -207,41 +214,33 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
             return .cancelBetweenAttempts
         case .movedToDownload(let successor):
             return .forward(successor)
-        case .submitting(.cancel), .inEngine(_, .cancel), .betweenHops(.cancel), .finishing, .completed:
+        case .submitting(.cancel, _), .inEngine(_, .cancel), .betweenHops(.cancel), .finishing, .completed:
             return .none
         }
     }
 
     // MARK: - Submitting
 
-    enum SubmittedAction: Equatable {
-        case none
-        /// A suspend arrived before the id: pause now.
-        case pauseEngine(UInt64)
-        /// A cancel arrived before the id: cancel now.
-        case cancelEngine(UInt64, keepPartial: Bool)
-    }
-
-    /// The engine accepted the spec and gave it `id`.
-    mutating func submitted(id: UInt64) -> SubmittedAction {
-        guard case .submitting(let intent) = state else {
-            // The transfer finished (or the task completed) before the
-            // submitter got here: the id is stale, nothing to apply.
-            return .none
-        }
+    /// The engine accepted the spec and gave it `id`: what to send it now
+    /// (a suspend or cancel of the user, and what the transfer's events asked
+    /// for while the id was not known). Empty when the transfer finished (or
+    /// the task completed) before the submitter got here: the id is stale.
+    mutating func submitted(id: UInt64) -> EngineCommands {
+        guard case .submitting(let intent, var commands) = state else { return [] }
         state = .inEngine(id: id, intent)
         switch intent {
-        case .run: return .none
-        case .suspend: return .pauseEngine(id)
-        case .cancel(let keep): return .cancelEngine(id, keepPartial: keep)
+        case .run: break
+        case .suspend: commands.insert(.pause)
+        case .cancel(let keep): commands.formUnion(keep ? [.cancel, .keepPartial] : .cancel)
         }
+        return commands
     }
 
     /// The body's consumer drained its buffer: the id to tell the engine, or
     /// nil. While submitting (the engine runs the transfer, the id is not
-    /// recorded yet) the command is kept and returned by
-    /// ``takeDeferredCommands()`` after ``submitted(id:)``; with no transfer
-    /// in the engine there is nothing to wake.
+    /// recorded yet) the command is kept and handed back by
+    /// ``submitted(id:)``; with no transfer in the engine there is nothing to
+    /// wake.
     mutating func consumerReady() -> UInt64? { engineCommand(.consumerReady) }
 
     /// The response was allowed (hook, delegate or default): the id to tell
@@ -253,24 +252,17 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     /// ``consumerReady()``.
     mutating func becomeDownloadRequested() -> UInt64? { engineCommand(.becomeDownload) }
 
-    private mutating func engineCommand(_ command: DeferredCommands) -> UInt64? {
+    private mutating func engineCommand(_ command: EngineCommands) -> UInt64? {
         switch state {
         case .inEngine(let id, _):
             return id
-        case .submitting:
-            deferred.insert(command)
+        case .submitting(let intent, var kept):
+            kept.insert(command)
+            state = .submitting(intent, kept: kept)
             return nil
         default:
             return nil
         }
-    }
-
-    /// Once after ``submitted(id:)``: the commands that came while
-    /// submitting, for the transfer now in the engine (none if it is not).
-    mutating func takeDeferredCommands() -> DeferredCommands {
-        defer { deferred = [] }
-        guard case .inEngine = state else { return [] }
-        return deferred
     }
 
     enum LocalFinishAction {
@@ -281,7 +273,7 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
 
     /// Building or submitting the spec failed (bad request, engine stopping).
     mutating func submitFailed(_ error: TransferError) -> LocalFinishAction {
-        guard case .submitting(let intent) = state else { return .none }
+        guard case .submitting(let intent, _) = state else { return .none }
         state = .finishing(intent.visible)
         return .finishLocally(error)
     }
@@ -297,7 +289,7 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     /// The response cache answered the request being submitted: the task
     /// finishes without the engine.
     mutating func servedLocally() -> ServedLocallyAction {
-        guard case .submitting(let intent) = state else { return .none }
+        guard case .submitting(let intent, _) = state else { return .none }
         state = .finishing(intent.visible)
         if case .cancel = intent { return .cancelled }
         return .serve
@@ -323,7 +315,7 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     /// The engine finished the current hop.
     mutating func engineFinished() -> FinishAction {
         switch state {
-        case .inEngine(_, let intent), .submitting(let intent):
+        case .inEngine(_, let intent), .submitting(let intent, _):
             // `.submitting`: the finish overtook the submitter (the id is stale when it arrives).
             if case .cancel = intent {
                 state = .finishing(.canceling)
@@ -348,10 +340,10 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     mutating func beginHop(cancelled: @autoclosure () -> TransferError) -> HopAction {
         switch state {
         case .betweenHops(.run):
-            state = .submitting(.run)
+            state = .submitting(.run, kept: [])
             return .submit
         case .betweenHops(.suspend):
-            state = .submitting(.suspend)
+            state = .submitting(.suspend, kept: [])
             return .submit
         case .betweenHops(.cancel):
             state = .finishing(.canceling)
@@ -396,10 +388,10 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     /// while the hop was judged: the caller completes as it would have).
     mutating func awaitAttempt() -> Bool {
         switch state {
-        case .submitting(.run), .betweenHops(.run):
+        case .submitting(.run, _), .betweenHops(.run):
             state = .awaitingAttempt(.run)
             return true
-        case .submitting(.suspend), .betweenHops(.suspend):
+        case .submitting(.suspend, _), .betweenHops(.suspend):
             state = .awaitingAttempt(.suspend)
             return true
         case .initialized, .submitting, .inEngine, .betweenHops, .awaitingAttempt, .finishing, .movedToDownload,
@@ -413,7 +405,7 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     /// False when the task was cancelled meanwhile (it completed already).
     mutating func attemptReady() -> Bool {
         guard case .awaitingAttempt(let intent) = state else { return false }
-        state = .submitting(intent)
+        state = .submitting(intent, kept: [])
         return true
     }
 

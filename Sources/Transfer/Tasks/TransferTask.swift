@@ -56,7 +56,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         /// The user/password sent with the hop now running, if any.
         var credentialInFlight: Credential?
         /// The response a `becomeDownload` answer was for, while it waits for
-        /// the engine id (TaskStateMachine.DeferredCommands).
+        /// the engine id (TaskStateMachine.EngineCommands).
         var responseToBecomeDownload: HTTPResponse?
         /// Credentials a server answered with a 401 for this task: never sent again.
         var refusedCredentials: [Credential] = []
@@ -260,21 +260,19 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             // The transfer already runs and its events reach the delegate
             // queue: a command one of them needed the id for before this line
             // was kept by the state machine and is sent now.
-            session.afterEngineSubmitForTesting.withLock { $0 }?(id)
-            let (action, limit, deferred) = core.withLock { core in
-                (core.life.submitted(id: id), core.speedLimit, core.life.takeDeferredCommands())
-            }
-            if deferred.contains(.allowResponse) { session.engine.setDisposition(id, .allow) }
-            if deferred.contains(.becomeDownload) { deferredBecomeDownload(engineID: id) }
-            if deferred.contains(.consumerReady) { consumerReady(id) }
+            session.afterEngineSubmitForTesting.run(id)
+            let (commands, limit) = core.withLock { core in (core.life.submitted(id: id), core.speedLimit) }
+            if commands.contains(.allowResponse) { session.engine.setDisposition(id, .allow) }
+            if commands.contains(.becomeDownload) { deferredBecomeDownload(engineID: id) }
+            if commands.contains(.consumerReady) { consumerReady(id) }
             didSubmit(engineID: id)
             // A limit set between building the spec and knowing the id.
             if let limit { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
             // A suspend or cancel that came while the id was not known.
-            switch action {
-            case .none: break
-            case .pauseEngine(let id): session.engine.pause(id)
-            case .cancelEngine(let id, let keep): session.engine.cancel(id, keepPartial: keep)
+            if commands.contains(.cancel) {
+                session.engine.cancel(id, keepPartial: commands.contains(.keepPartial))
+            } else if commands.contains(.pause) {
+                session.engine.pause(id)
             }
         }
     }
