@@ -90,11 +90,30 @@ struct cti_journal {
   int64_t next_length;
 };
 
+/* A descriptor of the directory that holds `path` (to fsync a rename in
+ * it), or -1 with errno set. dirname() may modify its argument: it gets a
+ * copy. */
+static int open_parent_dir(const char *path)
+{
+  char *copy = cti_strdup(path);
+  int fd;
+  int saved;
+
+  if(!copy) {
+    errno = ENOMEM;
+    return -1;
+  }
+  fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  saved = errno;
+  free(copy);
+  errno = saved;
+  return fd;
+}
+
 ct_code cti_journal_create(struct cti_transfer *t,
                            const struct ct_transfer_spec *spec)
 {
   struct cti_journal *j;
-  char *copy;
 
   if(!spec->journal_path)
     return CT_OK;
@@ -117,15 +136,9 @@ ct_code cti_journal_create(struct cti_transfer *t,
     cti_journal_free(j);
     return CT_E_NO_MEMORY;
   }
-  copy = cti_strdup(j->path);
-  if(!copy) {
-    cti_journal_free(j);
-    return CT_E_NO_MEMORY;
-  }
-  /* dirname() may modify its argument: hence the copy. A directory we
-   * cannot open shows up as an error at the first journal write. */
-  j->dir_fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  free(copy);
+  /* A directory we cannot open shows up as an error at the first journal
+   * write. */
+  j->dir_fd = open_parent_dir(j->path);
   t->journal = j;
   return CT_OK;
 }
@@ -681,7 +694,6 @@ int ct_journal_write(const char *path, const ct_journal_record *record)
   const char *what = NULL;
   char *text;
   char *tmp_path = NULL;
-  char *copy;
   size_t len;
   int dir_fd;
   int err;
@@ -689,18 +701,15 @@ int ct_journal_write(const char *path, const ct_journal_record *record)
   text = ct_journal_format(record, &len);
   if(!text)
     return errno;
-  copy = cti_strdup(path);
-  if(!copy || asprintf(&tmp_path, "%s.tmp", path) < 0) {
-    free(copy);
+  if(asprintf(&tmp_path, "%s.tmp", path) < 0) {
     free(text);
     return ENOMEM;
   }
-  dir_fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  dir_fd = open_parent_dir(path);
   err = dir_fd < 0 ? errno :
     replace_file(path, tmp_path, dir_fd, text, len, &what);
   if(dir_fd >= 0)
     close(dir_fd);
-  free(copy);
   free(tmp_path);
   free(text);
   return err;
