@@ -370,34 +370,30 @@ public final class UploadTask: DataTask, @unchecked Sendable {
 
 /// The body an upload task lends the engine: a private copy of in-memory
 /// bytes (the engine borrows it until finish) or the pump of a streamed body.
-///
-/// @unchecked Sendable: both fields are guarded by `lock`.
-private final class BodySource: @unchecked Sendable {
-    private let lock = NSLock()
-    private var copy: LentBody?
-    private var currentPump: BodyStreamPump?
+private final class BodySource: Sendable {
+    private let state = Protected<(copy: LentBody?, pump: BodyStreamPump?)>((nil, nil))
 
     /// The task's copy of `data`, made at the first hop and reused by later ones
     /// (each hop used to make a new copy and lose the previous one). Held
     /// until the task goes, which cannot happen before the last finish
     /// callback, after which the engine no longer reads it.
     func body(copying data: Data) -> LentBody {
-        lock.withLock {
-            if let copy { return copy }
+        state.withLock { state in
+            if let copy = state.copy { return copy }
             let made = LentBody(copying: data)
-            copy = made
+            state.copy = made
             return made
         }
     }
 
     /// The pump of the current hop; a previous hop's pump is stopped.
     func replacePump(with fresh: BodyStreamPump) {
-        let old = lock.withLock { () -> BodyStreamPump? in
-            defer { currentPump = fresh }
-            return currentPump
+        let old = state.withLock { state -> BodyStreamPump? in
+            defer { state.pump = fresh }
+            return state.pump
         }
         old?.stop()
     }
 
-    var pump: BodyStreamPump? { lock.withLock { currentPump } }
+    var pump: BodyStreamPump? { state.withLock { $0.pump } }
 }
