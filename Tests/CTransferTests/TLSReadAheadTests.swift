@@ -22,16 +22,24 @@ struct TLSReadAheadTests {
         }
     }
 
+    /// Starts the HTTPS download of a bulk file (made from `seed`) to `name` in `folder`.
+    private func startBulkDownload(_ harness: PhaseHarness, seed: UInt64, into folder: TemporaryDirectory,
+                                   name: String) throws -> (id: UInt64, file: String, digest: String)
+    {
+        let nginx = try NginxFixture.shared()
+        let (path, digest) = try nginx.ensureFile(size: bulkSize, seed: seed)
+        let file = folder.file(name).path
+        let id = try submitFile(harness, nginx.url(.https, path), to: file, caFile: nginx.caFile)
+        return (id, file, digest)
+    }
+
     @Test("a bulk HTTPS body read ahead reaches disk byte for byte, and the loop drove what OpenSSL held")
     func bulkBodyIsExact() throws {
-        let nginx = try NginxFixture.shared()
-        let (path, digest) = try nginx.ensureFile(size: bulkSize, seed: 14)
         let folder = try TemporaryDirectory()
         let harness = try PhaseHarness()
         defer { harness.destroy() }
-        let file = folder.file("bulk.bin").path
 
-        let id = try submitFile(harness, nginx.url(.https, path), to: file, caFile: nginx.caFile)
+        let (id, file, digest) = try startBulkDownload(harness, seed: 14, into: folder, name: "bulk.bin")
         let outcome = try harness.waitForFinish(id, timeout: .seconds(60))
 
         #expect(outcome.code == CT_OK, "\(outcome.message)")
@@ -95,15 +103,12 @@ struct TLSReadAheadTests {
 
     @Test("a bulk HTTPS download suspended and resumed mid-body loses no record")
     func pauseAndResumeKeepsBufferedRecords() throws {
-        let nginx = try NginxFixture.shared()
-        let (path, digest) = try nginx.ensureFile(size: bulkSize, seed: 17)
         let folder = try TemporaryDirectory()
         let harness = try PhaseHarness()
         defer { harness.destroy() }
-        let file = folder.file("paused.bin").path
 
         // Given a bulk download that is receiving
-        let id = try submitFile(harness, nginx.url(.https, path), to: file, caFile: nginx.caFile)
+        let (id, file, digest) = try startBulkDownload(harness, seed: 17, into: folder, name: "paused.bin")
         try harness.waitForPhase(id, CT_PHASE_RECEIVING)
 
         // When it is suspended (OpenSSL may hold records read ahead) and resumed

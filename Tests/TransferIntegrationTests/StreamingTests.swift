@@ -337,17 +337,9 @@ struct StreamingSlowHookTests {
         let session = try makeSession()
         defer { session.invalidateAndCancel() }
         let count = StreamingTests.bigCount
-        let gate = DispatchSemaphore(value: 0)
-        let entered = Locked(false)
-        let seen = Locked(0)
+        let hook = GatedChunkHook(collecting: false)
         var hooks = SessionHooks()
-        hooks.dataTaskDidReceiveData = { _, _, chunk in
-            if !entered.withLock({ $0 }) {
-                entered.withLock { $0 = true }
-                _ = gate.wait(timeout: .now() + .seconds(60))
-            }
-            seen.withLock { $0 += chunk.count }
-        }
+        hooks.dataTaskDidReceiveData = hook.body
         session.hooks = hooks
         let done = Completion<TransferError?>()
         let task = session.dataTask(with: Request(url: server.url("/bytes/\(count)?seed=40"))) { _, _, error in
@@ -362,7 +354,7 @@ struct StreamingSlowHookTests {
             // hook, then the hook drains the backlog below its low-water
             // mark, and its wake-up finds no id.
             let held = Wait.poll(timeout: .seconds(30)) { task.hookBacklog.withLock { $0.holding } }
-            gate.signal()
+            hook.gate.signal()
             let drained = Wait.poll(timeout: .seconds(30)) { !task.hookBacklog.withLock { $0.holding } }
             window.withLock { $0 = (held, drained) }
         }
@@ -372,7 +364,7 @@ struct StreamingSlowHookTests {
         let error = try #require(await done.wait(), "the transfer stayed held after the hook drained")
         #expect(window.withLock { $0.held && $0.drained }, "the hold and the drain both came inside the window")
         #expect(error == nil)
-        #expect(seen.withLock { $0 } == count)
+        #expect(hook.seen.withLock { $0 } == count)
     }
 
     @Test("a hook that blocks pauses the transfer in the engine; releasing it lets the body arrive whole")
@@ -384,20 +376,10 @@ struct StreamingSlowHookTests {
         let other = try makeSession()
         defer { other.invalidateAndCancel() }
         let count = StreamingTests.bigCount
-        let gate = DispatchSemaphore(value: 0)
-        let entered = Locked(false)
-        let collected = Locked(Data())
-        let seen = Locked(0)
+        // The first chunk waits for the test (on the delegate queue): every later one queues.
+        let hook = GatedChunkHook(collecting: true)
         var hooks = SessionHooks()
-        hooks.dataTaskDidReceiveData = { _, _, chunk in
-            // The first chunk waits for the test (on the delegate queue): every later one queues.
-            if !entered.withLock({ $0 }) {
-                entered.withLock { $0 = true }
-                _ = gate.wait(timeout: .now() + .seconds(60))
-            }
-            collected.withLock { $0.append(chunk) }
-            seen.withLock { $0 += chunk.count }
-        }
+        hooks.dataTaskDidReceiveData = hook.body
         session.hooks = hooks
         let done = Completion<TransferError?>()
         let kept = Locked<Data?>(nil)
@@ -414,7 +396,7 @@ struct StreamingSlowHookTests {
         // Another session's request completes meanwhile (this one's delegate queue is blocked).
         let (plain, _) = try await other.data(for: Request(url: server.url("/bytes/200000?seed=39")))
         let whileHeld = task.countOfBytesReceived
-        gate.signal()
+        hook.gate.signal()
         let error = try #require(await done.wait(), "the task did not complete")
 
         let limit = Int64(DataTask.hookBacklogLimit + (64 << 10))
@@ -423,7 +405,32 @@ struct StreamingSlowHookTests {
         #expect(whileHeld <= limit, "received \(whileHeld) with the hook blocked")
         #expect(error == nil)
         #expect(kept.withLock { $0 } == Data())
-        #expect(seen.withLock { $0 } == count)
-        #expect(collected.withLock { $0 } == TestServer.bytes(seed: 38, count: count))
+        #expect(hook.seen.withLock { $0 } == count)
+        #expect(hook.collected.withLock { $0 } == TestServer.bytes(seed: 38, count: count))
+    }
+}
+
+/// A chunk hook whose first call waits for the test (`gate`), so that every
+/// later chunk queues behind it on the delegate queue; counts (and, if asked,
+/// keeps) what it is given.
+private final class GatedChunkHook: Sendable {
+    let gate = DispatchSemaphore(value: 0)
+    let seen = Locked(0)
+    let collected = Locked(Data())
+    private let entered = Locked(false)
+    private let collecting: Bool
+
+    init(collecting: Bool) { self.collecting = collecting }
+
+    var body: @Sendable (SessionManager, DataTask, Data) -> Void {
+        { [self] _, _, chunk in
+            let first = entered.withLock { entered in
+                defer { entered = true }
+                return !entered
+            }
+            if first { _ = gate.wait(timeout: .now() + .seconds(60)) }
+            if collecting { collected.withLock { $0.append(chunk) } }
+            seen.withLock { $0 += chunk.count }
+        }
     }
 }
