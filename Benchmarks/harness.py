@@ -908,13 +908,22 @@ def target_checks(summary):
     return checks
 
 
+# How run.sh links the Swift clients (BENCH_LINK), as the report names it.
+LINK_NOTES = {
+    "static": "static: the Swift runtime and Foundation linked into each Swift client (`--static-swift-stdlib`)",
+    "static-nopie": "static, position-dependent: `--static-swift-stdlib` and `-no-pie` (no start-up relocation;"
+                    " no address randomisation of the executable itself)",
+    "dynamic": "dynamic: the toolchain's shared Swift runtime and Foundation",
+}
+
+
 def write_markdown(path, machine, cpus, args, all_scenarios, summary, clients_by_name, runs):
     lines = []
     lines.append("# Transfer benchmarks: latest run\n")
     lines.append(f"Run with `Benchmarks/run.sh{' --quick' if args.quick else ''}` on {machine['date']}"
                  f" ({runs} measured runs per client after one warm-up run, clients alternated A B C … A B C …).\n")
     lines.append("| machine | |\n| --- | --- |")
-    for key in ("cpu", "cores", "memory", "kernel", "curl", "nginx", "wrk", "swift", "files", "load", "idle"):
+    for key in ("cpu", "cores", "memory", "kernel", "curl", "nginx", "wrk", "swift", "link", "files", "load", "idle"):
         lines.append(f"| {key} | {machine.get(key, 'not recorded')} |")
     lines.append(f"| placement | {cpus.describe()} |")
     lines.append("")
@@ -1264,6 +1273,8 @@ def main():
     parser.add_argument("--profile", action="store_true",
                         help="also run Transfer and curl once per scenario under perf record (cpu-clock)")
     parser.add_argument("--from-csv", help="only redraw latest.md and latest.svg from the runs of this CSV")
+    parser.add_argument("--link", default="not recorded",
+                        help="how the Swift clients were linked, for the report (run.sh passes its BENCH_LINK)")
     args = parser.parse_args()
     runs = args.runs or (2 if args.quick else 5)
     if args.from_csv:
@@ -1271,6 +1282,7 @@ def main():
 
     cpus = Cpus()
     machine = machine_description()
+    machine["link"] = LINK_NOTES.get(args.link, args.link)
     launcher = os.path.join(args.bin_dir, "bench-launch")
     if not os.path.exists(launcher):
         log(f"{launcher} is missing: build the package first (run.sh does)")

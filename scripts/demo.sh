@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 scripts/bootstrap.sh
-echo "== building (release)"
-swift build -c release --product transfer
+echo "== building (release, the Swift runtime and Foundation linked in: the way to deploy it)"
+swift build -c release --static-swift-stdlib --product transfer
 bin="$root/.build/release/transfer"
 
 work=$(mktemp -d /tmp/transfer-demo.XXXXXX)
