@@ -232,6 +232,11 @@ struct cti_transfer {
   int sock_polled;
   curl_socket_t sock;
   uint64_t redrive_mark;
+  /* On the loop's read_ahead list: its connection reads TLS ahead, so the
+   * loop checks it for buffered records after each pass (ct_loop.c). */
+  struct cti_transfer *ra_next;
+  struct cti_transfer *ra_prev;
+  int on_read_ahead_list;
   char *etag;
   char *last_modified;
   int64_t resume_offset;
@@ -501,6 +506,7 @@ struct ct_loop {
   int64_t curl_deadline;         /* monotonic ms of curl's timeout; -1 */
   int stop;
   struct cti_transfer *all;      /* every transfer the loop owns */
+  struct cti_transfer *read_ahead;  /* those on read-ahead connections */
   struct cti_transfer **buckets; /* id hash */
   size_t bucket_count;
   int64_t transfer_count;
@@ -517,6 +523,7 @@ struct ct_loop {
   int tls_read_ahead_conns;      /* live connections reading ahead */
   int tls_redrive_again;         /* re-drives left over: do not sleep */
   uint64_t tls_redrives;         /* atomic, one writer: ct_tls_read.c */
+  uint64_t tls_redrive_checks;   /* atomic, one writer: transfers looked at */
 
   uint64_t next_id;              /* atomic */
   int64_t active;                /* atomic: submitted, not finished */
@@ -603,6 +610,11 @@ void cti_tls_read_ahead_enable(struct ct_loop *loop, void *ssl_ctx);
  * bytes for it that the socket no longer shows; *records: record headers
  * parsed on it so far. 0 for anything else. Loop thread. */
 int cti_tls_read_pending(CURL *easy, uint64_t *records);
+/* 1 when the connection of `easy` has OpenSSL read ahead. Loop thread. */
+int cti_tls_reads_ahead(CURL *easy);
+/* Puts `t` on the loop's read_ahead list (once; it leaves with the loop's
+ * table). ct_loop_transfers.c, loop thread. */
+void cti_loop_watch_read_ahead(struct ct_loop *loop, struct cti_transfer *t);
 
 /* After a policy change, and after each retired transfer while some remain
  * (loop->stale_sockets): shut down connections opened under an older

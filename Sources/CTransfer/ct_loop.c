@@ -117,7 +117,9 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp,
  * stops reading (it asks SSL_pending, then polls the socket) and epoll
  * never reports them. After each pass, drive every transfer whose
  * connection holds such bytes again, once per socket (HTTP/2 streams
- * share one), until none is left. A transfer whose re-drive parsed no
+ * share one), until none is left. Only transfers on read-ahead
+ * connections are looked at (the loop's read_ahead list, ct_request.c and
+ * ct_tls_sockets.c fill it), so other traffic costs the re-drive nothing. A transfer whose re-drive parsed no
  * record (the buffer holds the start of one; the rest must come from the
  * socket, which epoll reports; or it is paused) waits until a record
  * comes. Bounded: what is left after REDRIVE_PASSES runs on the next
@@ -136,8 +138,12 @@ static void redrive_tls(struct ct_loop *loop)
     int n = 0;
     int i;
 
-    for(t = loop->all; t && n < REDRIVE_BATCH; t = t->next) {
+    for(t = loop->read_ahead; t && n < REDRIVE_BATCH; t = t->ra_next) {
       uint64_t records = 0;
+      __atomic_store_n(&loop->tls_redrive_checks,
+                       __atomic_load_n(&loop->tls_redrive_checks,
+                                       __ATOMIC_RELAXED) + 1,
+                       __ATOMIC_RELAXED);
       if(!t->sock_polled || !t->easy || !cti_transfer_in_multi(t) ||
          !cti_tls_socket_is_polled(loop, t->sock) ||
          !cti_tls_read_pending(t->easy, &records) ||
@@ -248,7 +254,7 @@ static void *loop_main(void *arg)
         socket_action(loop, fd, bits);
       }
     }
-    if(loop->tls_read_ahead_conns > 0 || loop->tls_redrive_again)
+    if(loop->read_ahead || loop->tls_redrive_again)
       redrive_tls(loop);
     if(loop->config.callbacks.on_batch_end)
       loop->config.callbacks.on_batch_end(loop->config.batch_ctx);
@@ -462,6 +468,11 @@ uint64_t ct_loop_wakeups(const struct ct_loop *loop)
 uint64_t ct_loop_tls_redrives(const struct ct_loop *loop)
 {
   return __atomic_load_n(&loop->tls_redrives, __ATOMIC_RELAXED);
+}
+
+uint64_t ct_loop_tls_redrive_checks(const struct ct_loop *loop)
+{
+  return __atomic_load_n(&loop->tls_redrive_checks, __ATOMIC_RELAXED);
 }
 
 uint64_t ct_loop_setopt_calls(const struct ct_loop *loop)

@@ -96,7 +96,8 @@ void cti_tls_read_ahead_enable(struct ct_loop *loop, void *ssl_ctx)
   SSL_CTX_set_read_ahead(ctx, 1);
 }
 
-int cti_tls_read_pending(CURL *easy, uint64_t *records)
+/* The OpenSSL connection of `easy` when it reads ahead, with its counter. */
+static SSL *read_ahead_ssl(CURL *easy, struct read_ahead **out)
 {
   struct curl_tlssessioninfo *info = NULL;
   struct read_ahead *ra;
@@ -105,12 +106,30 @@ int cti_tls_read_pending(CURL *easy, uint64_t *records)
   if(ra_index < 0 ||
      curl_easy_getinfo(easy, CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK ||
      !info || info->backend != CURLSSLBACKEND_OPENSSL || !info->internals)
-    return 0;
+    return NULL;
   ssl = info->internals;
   if(!SSL_get_read_ahead(ssl))
-    return 0;
+    return NULL;
   ra = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ra_index);
   if(!ra)
+    return NULL;
+  *out = ra;
+  return ssl;
+}
+
+int cti_tls_reads_ahead(CURL *easy)
+{
+  struct read_ahead *ra;
+
+  return read_ahead_ssl(easy, &ra) != NULL;
+}
+
+int cti_tls_read_pending(CURL *easy, uint64_t *records)
+{
+  struct read_ahead *ra;
+  SSL *ssl = read_ahead_ssl(easy, &ra);
+
+  if(!ssl)
     return 0;
   *records = ra->records;
   return SSL_has_pending(ssl);

@@ -33,6 +33,17 @@ struct TLSReadAheadTests {
         return (id, file, digest)
     }
 
+    /// Downloads a 4 MiB HTTPS body to a file: its connection reads ahead,
+    /// and waits in the pool afterwards.
+    private func poolReadAheadConnection(_ harness: PhaseHarness, seed: UInt64) throws {
+        let nginx = try NginxFixture.shared()
+        let (path, _) = try nginx.ensureFile(size: 4 << 20, seed: seed)
+        let folder = try TemporaryDirectory()
+        let id = try submitFile(harness, nginx.url(.https, path), to: folder.file("bulk.bin").path, caFile: nginx.caFile)
+        let outcome = try harness.waitForFinish(id, timeout: .seconds(60))
+        #expect(outcome.code == CT_OK, "\(outcome.message)")
+    }
+
     @Test("a bulk HTTPS body read ahead reaches disk byte for byte, and the loop drove what OpenSSL held")
     func bulkBodyIsExact() throws {
         let folder = try TemporaryDirectory()
@@ -77,17 +88,12 @@ struct TLSReadAheadTests {
     @Test("a small body on a connection that read ahead for a bulk one arrives whole")
     func smallBodyOnReadAheadConnection() throws {
         let nginx = try NginxFixture.shared()
-        let (bulkPath, _) = try nginx.ensureFile(size: 4 << 20, seed: 15)
         let (smallPath, smallDigest) = try nginx.ensureFile(size: 300 << 10, seed: 16)
-        let folder = try TemporaryDirectory()
         let harness = try PhaseHarness()
         defer { harness.destroy() }
 
         // Given a connection opened (and reading ahead) for a bulk body
-        let bulk = try submitFile(harness, nginx.url(.https, bulkPath), to: folder.file("bulk.bin").path,
-                                  caFile: nginx.caFile)
-        let first = try harness.waitForFinish(bulk)
-        #expect(first.code == CT_OK, "\(first.message)")
+        try poolReadAheadConnection(harness, seed: 15)
 
         // When a request that keeps its body in memory (not a bulk one) reuses it
         let small = try harness.submit(nginx.url(.https, smallPath).absoluteString) { spec, strings in
@@ -99,6 +105,33 @@ struct TLSReadAheadTests {
         #expect(outcome.code == CT_OK, "\(outcome.message)")
         #expect(outcome.reusedConnection)
         #expect(FileDigest.sha256(outcome.body) == smallDigest)
+    }
+
+    @Test("requests on connections that do not read ahead are never looked at by the re-drive")
+    func redriveLooksOnlyAtReadAheadTransfers() throws {
+        let nginx = try NginxFixture.shared()
+        let (smallPath, smallDigest) = try nginx.ensureFile(size: 8 << 10, seed: 21)
+        let harness = try PhaseHarness()
+        defer { harness.destroy() }
+
+        // Given a bulk HTTPS download whose connection read ahead (and now
+        // waits in the pool: the loop has a read-ahead connection)
+        try poolReadAheadConnection(harness, seed: 20)
+        let afterBulk = ct_loop_tls_redrive_checks(harness.loop)
+        #expect(afterBulk > 0, "the bulk transfer was looked at")
+
+        // When small plain-HTTP requests run on the same loop
+        for _ in 0..<20 {
+            let id = try harness.submit(nginx.url(.http, smallPath).absoluteString) { _, _ in }
+            let small = try harness.waitForFinish(id)
+            #expect(small.code == CT_OK, "\(small.message)")
+            #expect(FileDigest.sha256(small.body) == smallDigest)
+        }
+
+        // Then the re-drive looked at none of them (it used to look at every
+        // transfer of the loop after every pass while a read-ahead
+        // connection lived, asking libcurl for each one's TLS state)
+        #expect(ct_loop_tls_redrive_checks(harness.loop) == afterBulk)
     }
 
     @Test("a bulk HTTPS download suspended and resumed mid-body loses no record")

@@ -228,6 +228,9 @@ uint64_t ct_loop_wakeups(const struct ct_loop *_Nonnull loop);
  * because OpenSSL held records read ahead that epoll cannot report (bulk
  * HTTPS bodies, ct_tls_read.c). Relaxed read, any thread. */
 uint64_t ct_loop_tls_redrives(const struct ct_loop *_Nonnull loop);
+/* How many times the re-drive looked at a transfer (only transfers on
+ * read-ahead connections are looked at). Relaxed read, any thread. */
+uint64_t ct_loop_tls_redrive_checks(const struct ct_loop *_Nonnull loop);
 /* curl_easy_setopt calls made so far: a handle reused for the same option
  * profile is given only the per-request options (ct_pool.c). */
 uint64_t ct_loop_setopt_calls(const struct ct_loop *_Nonnull loop);
