@@ -338,9 +338,7 @@ struct StreamingSlowHookTests {
         defer { session.invalidateAndCancel() }
         let count = StreamingTests.bigCount
         let hook = GatedChunkHook(collecting: false)
-        var hooks = SessionHooks()
-        hooks.dataTaskDidReceiveData = hook.body
-        session.hooks = hooks
+        hook.install(on: session)
         let done = Completion<TransferError?>()
         let task = session.dataTask(with: Request(url: server.url("/bytes/\(count)?seed=40"))) { _, _, error in
             done.fulfil(error)
@@ -378,9 +376,7 @@ struct StreamingSlowHookTests {
         let count = StreamingTests.bigCount
         // The first chunk waits for the test (on the delegate queue): every later one queues.
         let hook = GatedChunkHook(collecting: true)
-        var hooks = SessionHooks()
-        hooks.dataTaskDidReceiveData = hook.body
-        session.hooks = hooks
+        hook.install(on: session)
         let done = Completion<TransferError?>()
         let kept = Locked<Data?>(nil)
 
@@ -421,6 +417,13 @@ private final class GatedChunkHook: Sendable {
     private let collecting: Bool
 
     init(collecting: Bool) { self.collecting = collecting }
+
+    /// Makes this the session's only chunk hook.
+    func install(on session: SessionManager) {
+        var hooks = SessionHooks()
+        hooks.dataTaskDidReceiveData = body
+        session.hooks = hooks
+    }
 
     var body: @Sendable (SessionManager, DataTask, Data) -> Void {
         { [self] _, _, chunk in
