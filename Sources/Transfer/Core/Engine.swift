@@ -306,6 +306,12 @@ class EngineTarget {
     func engineDidFinish(_ result: EngineResult) {}
     func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int64 { -1 }
     func engineRewind() -> Int32 { -1 }
+    /// One line of libcurl's redacted verbose trace (only for transfers
+    /// submitted with tracing on). `line` is valid during the call only.
+    func engineDidTrace(_ kind: Int32, line: UnsafeRawBufferPointer) {}
+    /// libcurl is about to follow a redirect (every followed hop, traced or
+    /// not). The strings are valid during the call only.
+    func engineWillFollowRedirect(status: Int, from: UnsafePointer<CChar>, to location: UnsafePointer<CChar>) {}
 }
 
 /// The target of a task's transfer: forwards to the task's event closures.
@@ -340,6 +346,16 @@ private final class EventBox: EngineTarget {
 
     override func engineRewind() -> Int32 {
         events.onRewind?() == true ? 0 : -1
+    }
+
+    override func engineDidTrace(_ kind: Int32, line: UnsafeRawBufferPointer) {
+        guard let handler = events.onDebug else { return }
+        handler(TraceLineKind(kind), String(decoding: line, as: UTF8.self))
+    }
+
+    override func engineWillFollowRedirect(status: Int, from: UnsafePointer<CChar>, to location: UnsafePointer<CChar>) {
+        guard let handler = events.onRedirect else { return }
+        handler(status, String(cString: from), String(cString: location))
     }
 }
 
@@ -388,15 +404,13 @@ extension Engine {
         }
         cb.on_debug = { ctx, kind, line, length in
             guard let ctx else { return }
-            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
-            guard let handler = box.events.onDebug else { return }
-            handler(TraceLineKind(kind), String(decoding: UnsafeRawBufferPointer(start: line, count: length), as: UTF8.self))
+            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue()
+                .engineDidTrace(kind, line: UnsafeRawBufferPointer(start: line, count: length))
         }
         cb.on_redirect = { ctx, status, from, location in
             guard let ctx else { return }
-            let box = Unmanaged<EventBox>.fromOpaque(ctx).takeUnretainedValue()
-            guard let handler = box.events.onRedirect else { return }
-            handler(status, String(cString: from), String(cString: location))
+            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue()
+                .engineWillFollowRedirect(status: Int(status), from: from, to: location)
         }
         return cb
     }()
