@@ -523,6 +523,7 @@ struct ct_loop {
   int tls_read_ahead_conns;      /* live connections reading ahead */
   int tls_redrive_again;         /* re-drives left over: do not sleep */
   uint64_t tls_redrives;         /* atomic, one writer: ct_tls_read.c */
+  uint64_t tls_verdicts_released; /* atomic, one writer: retire() */
   uint64_t tls_redrive_checks;   /* atomic, one writer: transfers looked at */
 
   uint64_t next_id;              /* atomic */

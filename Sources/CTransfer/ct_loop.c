@@ -470,6 +470,11 @@ uint64_t ct_loop_tls_redrives(const struct ct_loop *loop)
   return __atomic_load_n(&loop->tls_redrives, __ATOMIC_RELAXED);
 }
 
+uint64_t ct_loop_tls_verdicts_released(const struct ct_loop *loop)
+{
+  return __atomic_load_n(&loop->tls_verdicts_released, __ATOMIC_RELAXED);
+}
+
 uint64_t ct_loop_tls_redrive_checks(const struct ct_loop *loop)
 {
   return __atomic_load_n(&loop->tls_redrive_checks, __ATOMIC_RELAXED);

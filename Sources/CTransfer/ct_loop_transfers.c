@@ -106,6 +106,13 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
     t->retire_clean = clean;   /* the commit job retires it when done */
     return;
   }
+  /* A connection whose handshake never reported its end must not keep a
+   * pointer into this transfer: released here, and counted (0 is healthy),
+   * before the phase says it is done. */
+  if(cti_tls_verdict_release(&t->verdict))
+    __atomic_store_n(&loop->tls_verdicts_released,
+                     __atomic_load_n(&loop->tls_verdicts_released,
+                                     __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
   cti_transfer_set_phase(t, CT_PHASE_DONE, "retired");
   if(t->easy) {
     cti_cookies_done(t);   /* ct_cookies.c: before the pool resets it */

@@ -44,11 +44,31 @@ struct conn_trust {
   char *host;
   int32_t port;
   int insecure;
-  /* Borrowed from the transfer; only valid during the handshake, cleared
-   * when it ends (SSL_CB_HANDSHAKE_DONE) so a later renegotiation or a
-   * transfer reusing the connection never writes to a stale verdict. */
+  /* Borrowed from the transfer; only valid during the handshake. The link
+   * is two-way (verdict->holder) and cleared from whichever end goes
+   * first: the handshake's end (SSL_CB_HANDSHAKE_DONE, info_cb, which the
+   * read-ahead hook chains to), the CTX's free, or the transfer's free
+   * (cti_tls_verdict_release), so nothing ever writes a stale verdict. */
   struct cti_tls_verdict *verdict;
 };
+
+/* Clears the two-way link between a connection and its transfer's verdict. */
+static void unbind_verdict(struct conn_trust *c)
+{
+  if(c->verdict)
+    c->verdict->holder = NULL;
+  c->verdict = NULL;
+}
+
+int cti_tls_verdict_release(struct cti_tls_verdict *verdict)
+{
+  struct conn_trust *c = verdict->holder;
+
+  if(!c)
+    return 0;
+  unbind_verdict(c);
+  return 1;
+}
 
 static int conn_index = -1;
 static pthread_once_t conn_index_once = PTHREAD_ONCE_INIT;
@@ -65,6 +85,7 @@ static void conn_trust_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad,
   (void)argp;
   if(!c)
     return;
+  unbind_verdict(c);
   ct_trust_policy_release(c->policy);
   X509_STORE_free(c->anchors);
   free(c->host);
@@ -285,7 +306,7 @@ static void info_cb(const SSL *ssl, int where, int ret)
     return;
   c = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), get_conn_index());
   if(c)
-    c->verdict = NULL;                 /* the transfer's pointer expires */
+    unbind_verdict(c);                 /* the transfer's pointer expires */
 }
 
 int cti_tls_configure_ctx(struct cti_tls_state *s, void *ssl_ctx,
@@ -341,6 +362,8 @@ int cti_tls_configure_ctx(struct cti_tls_state *s, void *ssl_ctx,
   }
   c->insecure = insecure != 0;
   c->verdict = verdict;
+  if(verdict)
+    verdict->holder = c;
   if(!connection_host(curl_easy, &c->host, &c->port)) {
     /* never verify without a name: that would skip the host check */
     write_verdict(verdict, CT_TLS_HANDSHAKE, 0,

@@ -76,7 +76,15 @@ struct cti_tls_verdict {
   int32_t reason;          /* ct_tls_reason */
   int32_t verify_error;    /* X509_V_ERR_* */
   char message[256];
+  /* The connection that may still write here (ct_tls.c's conn_trust),
+   * NULL once either side let go: the link is cleared from both ends. */
+  void *_Nullable holder;
 };
+
+/* Ends the connection's hold on `verdict`, if it still has one (its
+ * handshake never reported its end). Returns 1 when it had to, else 0.
+ * Called before the verdict's memory goes away. Loop thread. */
+int cti_tls_verdict_release(struct cti_tls_verdict *_Nonnull verdict);
 
 /*
  * CURLOPT_SSL_CTX_FUNCTION body, loop thread, once per new TLS connection

@@ -34,6 +34,9 @@
 struct read_ahead {
   struct ct_loop *loop;
   uint64_t records;          /* record headers OpenSSL has parsed */
+  /* The info callback installed before ours (the trust hook's, which
+   * ends the handshake's hold on the transfer's verdict): called first. */
+  void (*previous_info)(const SSL *ssl, int where, int ret);
 };
 
 static int ra_index = -1;
@@ -86,8 +89,10 @@ static void stop_on_h2(const SSL *ssl, int where, int ret)
 {
   const unsigned char *proto = NULL;
   unsigned int len = 0;
+  struct read_ahead *ra = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ra_index);
 
-  (void)ret;
+  if(ra && ra->previous_info)
+    ra->previous_info(ssl, where, ret);
   if(!(where & SSL_CB_HANDSHAKE_DONE))
     return;
   SSL_get0_alpn_selected(ssl, &proto, &len);
@@ -116,6 +121,8 @@ void cti_tls_read_ahead_enable(struct ct_loop *loop, void *ssl_ctx)
   SSL_CTX_set_msg_callback_arg(ctx, ra);
   SSL_CTX_set_default_read_buffer_len(ctx, CTI_TLS_READ_AHEAD);
   SSL_CTX_set_read_ahead(ctx, 1);
+  /* chained, not replaced: see previous_info */
+  ra->previous_info = SSL_CTX_get_info_callback(ctx);
   SSL_CTX_set_info_callback(ctx, stop_on_h2);
 }
 

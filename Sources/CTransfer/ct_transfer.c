@@ -202,6 +202,9 @@ void cti_transfer_free(struct cti_transfer *t)
 {
   if(!t)
     return;
+  /* No connection may keep a pointer into this transfer (retire() counts
+   * the ones that still did; here for the paths that never ran it). */
+  cti_tls_verdict_release(&t->verdict);
   if(t->easy)
     curl_easy_cleanup(t->easy);
   if(t->body_fd >= 0)

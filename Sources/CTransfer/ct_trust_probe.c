@@ -124,6 +124,7 @@ ct_code ct_trust_probe(struct ct_trust_policy *policy, const char *url,
 out:
   out->code = rc;
   curl_easy_cleanup(easy);
+  cti_tls_verdict_release(&p.verdict);   /* p is on this stack frame */
   cti_tls_state_free(p.state);
   return rc;
 }

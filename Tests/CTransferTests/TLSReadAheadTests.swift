@@ -90,6 +90,35 @@ struct TLSReadAheadTests {
         #expect(ct_loop_tls_redrives(harness.loop) == 0)
     }
 
+    @Test("a connection that reads ahead lets go of its transfer's trust verdict when its handshake ends")
+    func readAheadConnectionReleasesTheVerdict() throws {
+        let nginx = try NginxFixture.shared()
+        let (path, digest) = try nginx.ensureFile(size: 4 << 20, seed: 22)
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness()
+        defer { harness.destroy() }
+
+        // Given bulk HTTPS downloads whose new connections read ahead: over
+        // HTTP/1.1, and over h2 (read-ahead turned off at the handshake's end)
+        for (index, listener) in [NginxFixture.Listener.https, .http2].enumerated() {
+            let file = folder.file("verdict-\(index).bin").path
+            let id = try submitFile(harness, nginx.url(listener, path), to: file, caFile: nginx.caFile)
+
+            // When each has finished and the loop retired it
+            let outcome = try harness.waitForFinish(id, timeout: .seconds(60))
+            try harness.waitForPhase(id, CT_PHASE_DONE)
+
+            // Then the body is whole, and no connection still pointed into the
+            // freed transfer: the read-ahead hook's info callback passed the
+            // handshake's end on to the trust hook's, which lets go of the
+            // verdict (the hook used to replace it, and the pointer stayed)
+            #expect(outcome.code == CT_OK, "\(outcome.message)")
+            #expect(try FileDigest.sha256(of: URL(fileURLWithPath: file)) == digest)
+            #expect(ct_loop_tls_verdicts_released(harness.loop) == 0, "\(listener)")
+        }
+        #expect(ct_loop_tls_redrive_checks(harness.loop) > 0, "a connection read ahead")
+    }
+
     @Test("a small body on a connection that read ahead for a bulk one arrives whole")
     func smallBodyOnReadAheadConnection() throws {
         let nginx = try NginxFixture.shared()

@@ -228,6 +228,11 @@ uint64_t ct_loop_wakeups(const struct ct_loop *_Nonnull loop);
  * because OpenSSL held records read ahead that epoll cannot report (bulk
  * HTTPS bodies, ct_tls_read.c). Relaxed read, any thread. */
 uint64_t ct_loop_tls_redrives(const struct ct_loop *_Nonnull loop);
+/* How many finished transfers a TLS connection still pointed into (their
+ * trust verdict) when they were freed: the handshake never reported its
+ * end to the trust hook. The pointer is cleared then; 0 is the healthy
+ * value. Relaxed read, any thread. */
+uint64_t ct_loop_tls_verdicts_released(const struct ct_loop *_Nonnull loop);
 /* How many times the re-drive looked at a transfer (only transfers on
  * read-ahead connections are looked at). Relaxed read, any thread. */
 uint64_t ct_loop_tls_redrive_checks(const struct ct_loop *_Nonnull loop);
