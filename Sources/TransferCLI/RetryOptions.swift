@@ -27,9 +27,15 @@ enum RetryOptions {
             throw Failure(.usage, "--retry-delay: must be 0 or more seconds")
         }
         guard retries > 0 else { return nil }
-        let maxTime = options.retryMaxTime.flatMap { $0 > 0 ? Duration.milliseconds(Int64($0 * 1000)) : nil }
-        let delay = options.retryDelay.flatMap { $0 > 0 ? Duration.milliseconds(Int64($0 * 1000)) : nil }
+        let maxTime = options.retryMaxTime.flatMap { $0 > 0 ? RetryOptions.duration(seconds: $0) : nil }
+        let delay = options.retryDelay.flatMap { $0 > 0 ? RetryOptions.duration(seconds: $0) : nil }
         return { CurlRetry(retries: retries, maxTime: maxTime, fixedDelay: delay) }
+    }
+
+    /// Checked seconds (finite, positive) as a `Duration`, at most about 31
+    /// years: `Int64(seconds * 1000)` traps past 2^63 ms (`--retry-delay 1e300`).
+    static func duration(seconds: Double) -> Duration {
+        .milliseconds(Int64((min(seconds, 1e9) * 1000).rounded(.up)))
     }
 }
 

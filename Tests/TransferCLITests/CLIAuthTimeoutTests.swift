@@ -42,3 +42,30 @@ struct CLIAuthTimeoutTests {
         #expect(usage.status == 2)
     }
 }
+
+/// Issue 30 item 1: no number given to a time flag kills the command
+/// (`-m 1e300` used to end in SIGILL, exit 132, with no message).
+@Suite("CLI time flags: any number, no trap")
+struct CLITimeFlagTests {
+    @Test("huge time values are no limit; infinity and NaN are usage errors", arguments: [
+        ["-m"], ["--connect-timeout"], ["--speed-limit", "1", "--speed-time"], ["--retry", "1", "--retry-delay"],
+        ["--retry", "1", "--retry-max-time"],
+    ])
+    func timeFlags(flag: [String]) throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let url = server.url("/bytes/100?seed=4").absoluteString
+
+        for huge in ["1e300", "9.3e15", "1.7976931348623157e308"] {
+            let run = try CLI.run(["get"] + flag + [huge, url])
+            #expect(run.status == 0, "\(flag) \(huge): exit \(run.status) \(run.stderrText)")
+            #expect(run.stdout == TestServer.bytes(seed: 4, count: 100))
+        }
+        for bad in ["inf", "nan"] {
+            let run = try CLI.run(["get"] + flag + [bad, url])
+            #expect(run.status == 2, "\(flag) \(bad): exit \(run.status) \(run.stderrText)")
+            let named = flag.last == "-m" ? "--timeout" : flag.last!   // -m's long name
+            #expect(run.stderrText.contains(named), "\(run.stderrText)")
+        }
+    }
+}

@@ -232,15 +232,24 @@ extension SessionManager {
         spec.flags = flags
         spec.raw.max_redirects = Int64(configuration.maxRedirects)
         spec.raw.max_decode_ratio = max(0, configuration.maximumDecompressionRatio)
-        spec.raw.connect_timeout_ms = Int64(configuration.connectTimeout * 1000)
-        spec.raw.timeout_ms = Int64(configuration.timeoutIntervalForResource * 1000)
+        // Every time setting goes through TimeLimit: infinity is "no limit",
+        // NaN a typed error, never a trapping Int64(_:) (Core/TimeLimit.swift).
+        switch try TimeLimit.limit(configuration.connectTimeout, setting: "connectTimeout") {
+        case .off: spec.raw.connect_timeout_ms = 0   // the engine's default
+        case .unlimited: spec.raw.connect_timeout_ms = Int64(TimeLimit.maximumSeconds * 1000)
+        case .milliseconds(let ms): spec.raw.connect_timeout_ms = ms
+        }
+        spec.raw.timeout_ms = try TimeLimit.engineMilliseconds(configuration.timeoutIntervalForResource,
+                                                               setting: "timeoutIntervalForResource")
         // URLSession's request timeout is an idle timeout: no byte in either
         // direction for `idle` seconds (the engine's check, ct_timeout.c).
-        let idle = request.timeoutInterval > 0 ? request.timeoutInterval : configuration.timeoutIntervalForRequest
-        if idle > 0 { spec.raw.idle_timeout_ms = max(1, Int64((idle * 1000).rounded(.up))) }
-        if configuration.lowSpeedLimit > 0 && configuration.lowSpeedTime > 0 {
+        let idle = try TimeLimit.limit(request.timeoutInterval, setting: "Request.timeoutInterval") == .off
+            ? configuration.timeoutIntervalForRequest : request.timeoutInterval
+        spec.raw.idle_timeout_ms = try TimeLimit.engineMilliseconds(idle, setting: "timeoutIntervalForRequest")
+        let lowSpeedTime = try TimeLimit.engineMilliseconds(configuration.lowSpeedTime, setting: "lowSpeedTime")
+        if configuration.lowSpeedLimit > 0 && lowSpeedTime > 0 {
             spec.raw.low_speed_limit = configuration.lowSpeedLimit
-            spec.raw.low_speed_time_s = max(1, Int64(configuration.lowSpeedTime.rounded(.up)))
+            spec.raw.low_speed_time_s = (lowSpeedTime + 999) / 1000
         }
         switch configuration.httpVersion {
         case .automatic: spec.raw.http_version = CT_HTTP_AUTO

@@ -29,7 +29,7 @@ final class EngineTrustPolicy: @unchecked Sendable {
     func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?) -> TrustEvaluation {
         let anchors = serverTrust.anchors  // nil: the engine's process-wide system store
         var result = ct_trust_result()
-        let time = serverTrust.evaluationDate.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? 0
+        let time = serverTrust.evaluationDate.map(TimeLimit.unixSeconds) ?? 0
         let rc = withDERArrays(serverTrust.certificates.map(\.derData)) { ders, lengths, count -> ct_code in
             guard let ders, let lengths else { return CT_E_INVALID_ARGUMENT }
             return ct_trust_evaluate(pointer, ders, lengths, count, domain, time, anchors?.pointer, &result)
@@ -139,7 +139,7 @@ extension SecurityPolicy {
                         spec.cert_ders = ders
                         spec.cert_lengths = lengths
                         spec.cert_count = count
-                        spec.expires_unix = rule.expiration.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? 0
+                        spec.expires_unix = rule.expiration.map(TimeLimit.unixSeconds) ?? 0
                         spec.report_only = rule.enforcement == .reportOnly ? 1 : 0
                         return ct_trust_policy_add_host_rule(raw, &spec, &message)
                     }

@@ -21,15 +21,19 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// trickle of bytes keeps a transfer alive however long it takes.
     /// ``Request/timeoutInterval`` overrides it per request; 0 disables.
     /// Checked once a second: it fires up to about a second late.
+    /// For this and the other time settings: `.infinity` (or anything over
+    /// about 31 years) means no limit, a negative value is taken as 0, and NaN
+    /// fails each task with ``TransferError/Code/invalidRequest``.
     public var timeoutIntervalForRequest: TimeInterval = 60
     /// The total timeout, as URLSession's `timeoutIntervalForResource`: seconds
     /// the whole transfer (each hop of a task: a redirect or authentication
-    /// retry that Swift makes starts it again) may take; 0: no limit.
+    /// retry that Swift makes starts it again) may take; 0 or `.infinity`: no limit.
     /// ``TransferError/Code/timedOut``.
     public var timeoutIntervalForResource: TimeInterval = 0
     /// Seconds to establish a connection (TCP + TLS, and a proxy's tunnel);
     /// ``TransferError/Code/timedOut`` when it passes (a refused connection
-    /// is ``TransferError/Code/cannotConnect`` at once).
+    /// is ``TransferError/Code/cannotConnect`` at once). 0: 30 s;
+    /// `.infinity`: no limit of our own (the kernel's SYN retries still end it).
     public var connectTimeout: TimeInterval = 30
     /// curl's `--speed-limit`/`--speed-time` (CURLOPT_LOW_SPEED_LIMIT/TIME):
     /// a transfer slower than `lowSpeedLimit` bytes per second, averaged by

@@ -265,7 +265,7 @@ public final class SessionManager: Sendable {
         // queue busy with work that waits for the engine, would stall every
         // transfer of the session for ever.
         delegateQueue.async(execute: ask)
-        let bound = max(configuration.serverTrustChallengeTimeout, 0.001)
+        let bound = max(TimeLimit.clampedSeconds(configuration.serverTrustChallengeTimeout, fallback: 5), 0.001)
         guard let result = answer.wait(timeout: bound) else { return nil }
         let key = Self.originKey(host: challenge.host, port: challenge.port)
         let disposition: ChallengeDisposition

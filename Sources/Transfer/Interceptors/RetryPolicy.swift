@@ -96,10 +96,13 @@ public struct RetryPolicy: RequestInterceptor {
 
     /// The delay before attempt `attempt + 1`, jitter included.
     public func backoff(attempt: Int, random: Double = Double.random(in: 0...1)) -> Duration {
-        let base = Self.seconds(initialDelay) * pow(max(multiplier, 1), Double(max(attempt - 1, 0)))
-        let capped = min(base, Self.seconds(maximumDelay))
-        let share = min(max(jitter, 0), 1) * min(max(random, 0), 1)
-        return .milliseconds(Int64((capped * (1 - share) * 1000).rounded()))
+        // NaN or huge settings must not trap: a NaN multiplier counts as 1,
+        // a NaN jitter or random as 0, and the wait is clamped (TimeLimit).
+        let growth = multiplier.isNaN ? 1 : max(multiplier, 1)
+        let base = Self.seconds(initialDelay) * pow(growth, Double(max(attempt - 1, 0)))
+        let capped = min(base.isNaN ? 0 : base, Self.seconds(maximumDelay))
+        let share = (jitter.isNaN ? 0 : min(max(jitter, 0), 1)) * (random.isNaN ? 0 : min(max(random, 0), 1))
+        return TimeLimit.duration(seconds: capped * (1 - share))
     }
 
     static func seconds(_ duration: Duration) -> Double {
