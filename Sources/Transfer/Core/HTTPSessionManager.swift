@@ -312,12 +312,9 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
             reportBuildFailure(error, to: failure)
             return nil
         }
-        let delivery = Delivery(manager: state, success: success, failure: failure)
-        let task = session.dataTask(
-            with: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress,
-            completionHandler: delivery.handler)
-        delivery.bind(task)
-        return task
+        let delegate = TaskDelegate(uploadProgress: uploadProgress, downloadProgress: downloadProgress)
+        return session.makeDataTask(request, delegate: delegate, completionHandler: nil,
+                                    ending: ending(success: success, failure: failure))
     }
 
     /// Calls `failure` with a nil task, later, on the completion queue: the
@@ -423,11 +420,9 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
             reportBuildFailure(error, to: failure)
             return nil
         }
-        let delivery = Delivery(manager: state, success: success, failure: failure)
-        let task = session.uploadTask(
-            withStreamedRequest: request, progress: progress, completionHandler: delivery.handler)
-        delivery.bind(task)
-        return resumed(task)
+        let delegate = TaskDelegate(uploadProgress: progress, downloadProgress: nil)
+        return resumed(session.makeDataTask(request, delegate: delegate, completionHandler: nil,
+                                            ending: ending(success: success, failure: failure)))
     }
 
     /// Sends PUT; `parameters` become the body.
@@ -464,92 +459,24 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
 // MARK: - Delivering a completion
 
 extension HTTPSessionManager {
-    /// Connects a task's completion handler to `success`/`failure`.
-    ///
-    /// The handler needs the task, which exists only after the handler was
-    /// given to the session. A task of an invalidated session completes as it
-    /// is created, so the handler may run before ``bind(_:)``: whichever of
-    /// the two comes second delivers, under `slot`'s lock.
-    fileprivate final class Delivery: Sendable {
-        private enum Slot {
-            case empty
-            case bound(DataTask)
-            case completed(HTTPResponse?, Data?, TransferError?)
-            case done
-        }
-
-        /// The manager's state, not the manager: a pending task then keeps no
-        /// manager (and so no session) alive through its handler.
-        private let manager: Protected<State>
-        /// Taken out when they are called: the task keeps its handler (and so
-        /// this object) for life, and user closures often capture the task.
-        private let callbacks: Protected<(success: Success?, failure: Failure?)?>
-        /// Holds the task strongly while it runs (the task holds `handler`,
-        /// which holds this object); `.done` after delivery breaks the cycle.
-        private let slot = Protected<Slot>(.empty)
-
-        init(manager: Protected<State>, success: Success?, failure: Failure?) {
-            self.manager = manager
-            callbacks = Protected((success, failure))
-        }
-
-        /// The session's completion handler; runs on the completion queue.
-        var handler: DataTask.CompletionHandler {
-            { [self] response, data, error in
-                let task = slot.withLock { slot -> DataTask? in
-                    guard case .bound(let task) = slot else {
-                        slot = .completed(response, data, error)
-                        return nil
-                    }
-                    slot = .done
-                    return task
-                }
-                if let task { deliver(task: task, response: response, data: data, error: error) }
-            }
-        }
-
-        /// Records the task; delivers at once (on the completion queue) if the
-        /// handler already ran.
-        func bind(_ task: DataTask) {
-            let early = slot.withLock { slot -> (HTTPResponse?, Data?, TransferError?)? in
-                guard case .completed(let response, let data, let error) = slot else {
-                    slot = .bound(task)
-                    return nil
-                }
-                slot = .done
-                return (response, data, error)
-            }
-            // The completion notification carries the serializer success/failure use.
-            let manager = self.manager
-            task.session.serializeResponse(of: task) { manager.withLock { $0.responseSerializer } }
-            guard let (response, data, error) = early else { return }
-            task.session.runCompletion { [self] in deliver(task: task, response: response, data: data, error: error) }
-        }
-
-        /// Serializes with the manager's current response serializer, then
-        /// calls `success` or `failure`. On the completion queue.
-        private func deliver(task: DataTask, response: HTTPResponse?, data: Data?, error: TransferError?) {
-            let taken = callbacks.withLock { callbacks in
-                defer { callbacks = nil }
-                return callbacks
-            }
-            // Serialized already for the completion notification: not parsed twice.
-            let serialized = task.session.takeSerializedResult(of: task)
-            guard let (success, failure) = taken, success != nil || failure != nil else { return }
-            if let serialized {
-                switch serialized {
+    /// What a task of this manager delivers: its response, serialized by the
+    /// manager's ``responseSerializer`` as it is when the task completes,
+    /// goes to `success` or `failure` (on the completion queue). The task
+    /// owns both closures and lets go of them once called.
+    fileprivate func ending(success: Success?, failure: Failure?) -> DataTask.Ending {
+        // The manager's state, not the manager: a pending task then keeps no
+        // manager (and so no session) alive through its closures.
+        let state = self.state
+        var ending = DataTask.Ending()
+        ending.serializer = { state.withLock { $0.responseSerializer } }
+        if success != nil || failure != nil {
+            ending.serialized = { task, result in
+                switch result {
                 case .success(let value): success?(task, value)
                 case .failure(let error): failure?(task, error)
                 }
-                return
-            }
-            let serializer = manager.withLock { $0.responseSerializer }
-            do throws(TransferError) {
-                let value = try serializer.serializedValue(response: response, data: data, error: error)
-                success?(task, value)
-            } catch {
-                failure?(task, error)
             }
         }
+        return ending
     }
 }

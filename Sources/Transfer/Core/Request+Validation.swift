@@ -41,8 +41,8 @@ extension DataTask {
     /// an `Accept` header, the body's content type is one it accepts
     /// (Alamofire's `validate()`).
     ///
-    /// Validations run in the order they were added, on the delegate queue,
-    /// when the transfer succeeded; the first failure becomes the task's
+    /// Validations run in the order they were added, on the session's delegate
+    /// queue, when the transfer succeeded; the first failure becomes the task's
     /// error (for every completion handler, the notification and `value`).
     /// Added after the task completed, they have no effect.
     /// - Returns: The task, to chain further validations.
@@ -93,7 +93,7 @@ extension DataTask {
     /// Adds a custom validation (Alamofire's `validate(_:)`).
     @discardableResult
     public func validate(_ validation: @escaping ResponseValidation.Validator) -> Self {
-        session.addValidation(validation, to: self)
+        addValidation(validation)
         return self
     }
 

@@ -48,14 +48,6 @@ public final class SessionManager: Sendable {
         var trustFailures: [String: TransferError] = [:]
         var responseSerializer: any ResponseSerializer = HTTPResponseSerializer()
         var reachabilityManager = NetworkReachability()
-        /// Per task (by identifier), until it completes: a serializer in place
-        /// of the session's, handlers of the serialized value, validations.
-        var serializerOverrides: [Int: @Sendable () -> any ResponseSerializer] = [:]
-        var serializedCompletions: [Int: SerializedCompletionHandler] = [:]
-        var validations: [Int: [ResponseValidation.Validator]] = [:]
-        /// What an overriding serializer made of a task's response, until the
-        /// owner of the override takes it (so the body is parsed once).
-        var serializedResults: [Int: Result<(any Sendable)?, TransferError>] = [:]
         /// What ``SessionManager/reset()`` does besides dropping connections
         /// and TLS sessions; the cookie store and the cache add theirs.
         var resetActions: [@Sendable () -> Void] = []
@@ -299,23 +291,11 @@ public final class SessionManager: Sendable {
         host.lowercased() + ":" + String(port)
     }
 
-    /// The error a challenge handler failed `task`'s handshake with, in place
-    /// of the engine's trust refusal (which becomes its underlying error).
     /// The error `task` completes with: a challenge handler's in place of the
-    /// trust refusal it caused, else the first failed validation of a data
-    /// task that transferred without error. On the delegate queue, once.
+    /// trust refusal it caused (which becomes its underlying error), else
+    /// `error` as it is. On the delegate queue, once.
     func finalError(_ error: TransferError?, of task: TransferTask) -> TransferError? {
-        let validations = state.withLock { $0.validations.removeValue(forKey: task.taskIdentifier) } ?? []
-        guard error == nil else { return substitutingChallengeFailure(error, of: task) }
-        guard let response = task.response, let dataTask = task as? DataTask else { return nil }
-        let data = dataTask.resultData
-        let request = task.currentRequest ?? task.originalRequest
-        for validation in validations {
-            if case .failure(let failure) = validation(request, response, data) {
-                return ResponseValidation.attaching(response: response, data: data, to: failure)
-            }
-        }
-        return nil
+        substitutingChallengeFailure(error, of: task)
     }
 
     private func substitutingChallengeFailure(_ error: TransferError?, of task: TransferTask) -> TransferError? {
@@ -420,32 +400,27 @@ public final class SessionManager: Sendable {
                          serializedCompletionHandler: @escaping SerializedCompletionHandler) -> DataTask
     {
         let delegate = TaskDelegate(uploadProgress: uploadProgress, downloadProgress: downloadProgress)
-        let identifier = nextIdentifier()
-        // Before the task exists: one of an invalidated session completes at once.
-        state.withLock { $0.serializedCompletions[identifier] = serializedCompletionHandler }
-        if case .some(let body) = request.body {
-            return register(UploadTask(session: self, identifier: identifier, request: request, body: body,
-                                       delegate: delegate, completionHandler: nil))
+        var ending = DataTask.Ending()
+        ending.serialized = { task, result in
+            switch result {
+            case .success(let value): serializedCompletionHandler(task.response, value, nil)
+            case .failure(let failure): serializedCompletionHandler(task.response, nil, failure)
+            }
         }
-        return register(DataTask(session: self, identifier: identifier, request: request, delegate: delegate,
-                                 completionHandler: nil))
+        return makeDataTask(request, delegate: delegate, completionHandler: nil, ending: ending)
     }
 
-    /// `task` is serialized by what `serializer` returns when it completes,
-    /// not by ``responseSerializer`` (an ``HTTPSessionManager``'s tasks).
-    func serializeResponse(of task: TransferTask, with serializer: @escaping @Sendable () -> any ResponseSerializer) {
-        state.withLock { $0.serializerOverrides[task.taskIdentifier] = serializer }
-    }
-
-    /// What the overriding serializer of `task` made of its response, once;
-    /// nil when the task failed first or has no override.
-    func takeSerializedResult(of task: TransferTask) -> Result<(any Sendable)?, TransferError>? {
-        state.withLock { $0.serializedResults.removeValue(forKey: task.taskIdentifier) }
-    }
-
-    /// Adds a validation the response of `task` must pass (see ``DataTask/validate()``).
-    func addValidation(_ validation: @escaping ResponseValidation.Validator, to task: TransferTask) {
-        state.withLock { $0.validations[task.taskIdentifier, default: []].append(validation) }
+    /// A data task, or an upload task when `request` has a body (a streamed
+    /// body as it is; GET becomes POST only through the `uploadTask` calls).
+    func makeDataTask(_ request: Request, delegate: TaskDelegate, completionHandler: DataTask.CompletionHandler?,
+                      ending: DataTask.Ending = DataTask.Ending()) -> DataTask
+    {
+        if case .some(let body) = request.body {
+            return register(UploadTask(session: self, identifier: nextIdentifier(), request: request, body: body,
+                                       delegate: delegate, completionHandler: completionHandler, ending: ending))
+        }
+        return register(DataTask(session: self, identifier: nextIdentifier(), request: request, delegate: delegate,
+                                 completionHandler: completionHandler, ending: ending))
     }
 
     /// A data task with only a completion handler (reads as AFNetworking's
@@ -641,9 +616,6 @@ public final class SessionManager: Sendable {
     func forget(_ task: TransferTask) {
         let lastAfterInvalidation = state.withLock { state -> Bool in
             state.tasks.removeValue(forKey: task.taskIdentifier)
-            state.serializerOverrides.removeValue(forKey: task.taskIdentifier)
-            state.serializedCompletions.removeValue(forKey: task.taskIdentifier)
-            state.validations.removeValue(forKey: task.taskIdentifier)
             return state.invalidated && state.tasks.isEmpty && !state.invalidationNotified
         }
         if lastAfterInvalidation { notifyInvalidation() }
@@ -708,61 +680,32 @@ public final class SessionManager: Sendable {
             delegate?.session(self, task: task, didCompleteWithError: error)
         }
 
-        // The response serializer's result (AF's), once, for the serialized
-        // completion handler and the notification.
-        let (override, serializer, serializedHandler) = state.withLock { state in
-            let override = state.serializerOverrides.removeValue(forKey: task.taskIdentifier)
-            return (override != nil, override?() ?? state.responseSerializer,
-                    state.serializedCompletions.removeValue(forKey: task.taskIdentifier))
-        }
-        var userInfo: [String: Any] = [TransferNotificationKey.responseSerializer: serializer]
+        var userInfo: [String: Any] = [:]
         if let error { userInfo[TransferNotificationKey.error] = error }
         if let metrics = outcome?.metrics { userInfo[TransferNotificationKey.metrics] = metrics }
         if let response = task.response { userInfo[TransferNotificationKey.response] = response }
-        var serialized: Result<(any Sendable)?, TransferError> = .success(nil)
-        if let data = task as? DataTask {
-            let body = data.resultData
-            if let body { userInfo[TransferNotificationKey.responseData] = body }
-            if let error {
-                serialized = .failure(error)
-            } else {
-                do throws(TransferError) {
-                    serialized = .success(try serializer.serializedValue(response: task.response, data: body, error: nil))
-                } catch {
-                    serialized = .failure(error)
-                    userInfo[TransferNotificationKey.error] = error
-                }
-            }
-        }
-        if let download = task as? DownloadTask, let url = download.fileURL {
-            userInfo[TransferNotificationKey.assetPath] = url
-            serialized = .success(url)   // as AF: a download's serialized response is its file
-        }
-        if case .success(let value?) = serialized { userInfo[TransferNotificationKey.serializedResponse] = value }
-        if override, error == nil, task is DataTask {
-            let result = serialized
-            state.withLock { $0.serializedResults[task.taskIdentifier] = result }
-        }
 
         // Out of the task lists before anyone hears of the completion.
         forget(task)
-        if let download = task as? DownloadTask {
-            download.callCompletion(error: error)
-        } else if let data = task as? DataTask {
+        if let data = task as? DataTask {
             data.callCompletion(error: error, hasWaiter: waiter != nil)
-        }
-        if let serializedHandler {
-            let response = task.response
-            let result = serialized
-            runCompletion {
-                switch result {
-                case .success(let value): serializedHandler(response, value, nil)
-                case .failure(let failure): serializedHandler(response, nil, failure)
+            if let body = data.resultData { userInfo[TransferNotificationKey.responseData] = body }
+            // The response serializer (AF's) runs off this queue; it queues
+            // the serialized handler and posts the notification.
+            data.deliverSerialized(error: error, userInfo: userInfo)
+        } else {
+            userInfo[TransferNotificationKey.responseSerializer] = responseSerializer
+            if let download = task as? DownloadTask {
+                download.callCompletion(error: error)
+                if let url = download.fileURL {
+                    userInfo[TransferNotificationKey.assetPath] = url
+                    // As AF: a download's serialized response is its file.
+                    userInfo[TransferNotificationKey.serializedResponse] = url
                 }
             }
+            // As AF: posted after the completion handler was queued.
+            postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
         }
-        // As AF: posted after the completion handler was queued.
-        postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
         waiter?.taskDidComplete(task, error: error)
     }
 
@@ -772,16 +715,30 @@ public final class SessionManager: Sendable {
         (queue ?? Self.defaultCompletionQueue).async(group: group, execute: body)
     }
 
+    /// Where response serializers run: concurrent (JSON from many tasks is
+    /// parsed at once), never the serial delegate queue; inside the
+    /// completion group, since a serialized handler follows.
+    func runSerialization(_ body: @escaping @Sendable () -> Void) {
+        let group = state.withLock { $0.completionGroup }
+        Self.serializationQueue.async(group: group, execute: body)
+    }
+
+    private static let serializationQueue = DispatchQueue(label: "transfer.serialization", attributes: .concurrent)
+
     func postTaskNotification(_ name: Notification.Name, task: TransferTask) {
         postNotification(name, task: task, userInfo: [:])
     }
 
-    func postNotification(_ name: Notification.Name, task: TransferTask, userInfo: [String: Any]) {
+    /// - Parameter fromAnyQueue: Post on the calling thread (a task's last
+    ///   notification, after serialization); otherwise from the delegate queue.
+    func postNotification(_ name: Notification.Name, task: TransferTask, userInfo: [String: Any],
+                          fromAnyQueue: Bool = false)
+    {
         // NotificationCenter is thread-safe; posting from the delegate queue
         // keeps notifications in the order of the events they describe.
         let info = UncheckedUserInfo(value: userInfo)
         let post: @Sendable () -> Void = { NotificationCenter.default.post(name: name, object: task, userInfo: info.value) }
-        if DispatchQueue.getSpecific(key: queueKey) != nil {
+        if fromAnyQueue || DispatchQueue.getSpecific(key: queueKey) != nil {
             post()
         } else {
             delegateQueue.async(execute: post)
@@ -882,9 +839,9 @@ public final class SessionManager: Sendable {
 }
 
 
-/// Notification userInfo crossing to the delegate queue. @unchecked Sendable:
+/// Notification userInfo crossing to another queue. @unchecked Sendable:
 /// the dictionary is built once and only read after the hop.
-private struct UncheckedUserInfo: @unchecked Sendable {
+struct UncheckedUserInfo: @unchecked Sendable {
     let value: [String: Any]
 }
 

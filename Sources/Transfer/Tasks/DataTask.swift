@@ -20,6 +20,10 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     let completionHandler: CompletionHandler?
     private let chunks = Protected<Data?>(nil)
+    /// What the task's end delivers besides the raw body, owned here (not in
+    /// a session table keyed by task id) and taken out once, at completion:
+    /// a user closure that captures the task does not keep it alive after.
+    private let ending: Protected<Ending>
     /// Chunks go to a hook, a delegate or a body stream (a streaming sink).
     let streaming: Bool
     /// Streamed chunks are also kept for the completion (opt-in, bounded).
@@ -36,11 +40,26 @@ public class DataTask: TransferTask, @unchecked Sendable {
     /// Count the body, store nothing (benchmarks, `transfer --discard`).
     let discardsBody: Bool
 
+    /// Receives what the response serializer made of the task's result,
+    /// with the task (the public handlers adapt to it).
+    typealias SerializedDelivery = @Sendable (DataTask, Result<(any Sendable)?, TransferError>) -> Void
+
+    /// The task's own completion state besides its body.
+    struct Ending {
+        /// Checks the result must pass (``validate(_:)``), in order.
+        var validations: [ResponseValidation.Validator] = []
+        /// Made at completion, in place of the session's ``SessionManager/responseSerializer``.
+        var serializer: (@Sendable () -> any ResponseSerializer)?
+        /// Gets the serialized value or error, on the completion queue.
+        var serialized: SerializedDelivery?
+    }
+
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
          discardsBody: Bool = false, bodyBuffer: ResponseBodyBuffer? = nil,
-         completionHandler: CompletionHandler?)
+         completionHandler: CompletionHandler?, ending: Ending = Ending())
     {
         self.completionHandler = completionHandler
+        self.ending = Protected(ending)
         self.discardsBody = discardsBody
         self.bodyBuffer = bodyBuffer
         let observers = session.observers
@@ -244,7 +263,66 @@ public class DataTask: TransferTask, @unchecked Sendable {
         // Every end (engine finish, local finish, cancel, become-download)
         // passes here: the stream's consumer learns it after its last chunk.
         bodyBuffer?.finish(error: error)
-        super.complete(error: error, outcome: outcome)
+        super.complete(error: error ?? validationFailure(), outcome: outcome)
+    }
+
+    /// Adds a check the result must pass; no effect once the task completed
+    /// (the validations ran, and were let go, then).
+    func addValidation(_ validation: @escaping ResponseValidation.Validator) {
+        ending.withLock { $0.validations.append(validation) }
+    }
+
+    /// The first failed validation of a transfer that ended without error
+    /// (the validations are taken out: they run once).
+    private func validationFailure() -> TransferError? {
+        let validations = ending.withLock { ending in
+            defer { ending.validations = [] }
+            return ending.validations
+        }
+        guard !validations.isEmpty, let response else { return nil }
+        let data = resultData
+        let request = currentRequest ?? originalRequest
+        for validation in validations {
+            if case .failure(let failure) = validation(request, response, data) {
+                return ResponseValidation.attaching(response: response, data: data, to: failure)
+            }
+        }
+        return nil
+    }
+
+    /// Serializes the result off the delegate queue (a concurrent queue of
+    /// the session's: many tasks parse at once), then queues the serialized
+    /// handler on the completion queue and posts the completion notification
+    /// with `userInfo` completed by what the serializer made. Once.
+    func deliverSerialized(error: TransferError?, userInfo: [String: Any]) {
+        let (makeSerializer, handler) = ending.withLock { ending in
+            defer {
+                ending.serializer = nil
+                ending.serialized = nil
+            }
+            return (ending.serializer, ending.serialized)
+        }
+        let info = UncheckedUserInfo(value: userInfo)
+        session.runSerialization { [self] in
+            let serializer = makeSerializer?() ?? session.responseSerializer
+            var userInfo = info.value
+            userInfo[TransferNotificationKey.responseSerializer] = serializer
+            let result: Result<(any Sendable)?, TransferError>
+            if let error {
+                result = .failure(ResponseValidation.attaching(response: response, data: resultData, to: error))
+            } else {
+                do throws(TransferError) {
+                    result = .success(try serializer.serializedValue(response: response, data: resultData, error: nil))
+                } catch {
+                    result = .failure(error)
+                    userInfo[TransferNotificationKey.error] = error
+                }
+            }
+            if case .success(let value?) = result { userInfo[TransferNotificationKey.serializedResponse] = value }
+            if let handler { session.runCompletion { handler(self, result) } }
+            // As AF: posted after the completion handlers were queued.
+            session.postNotification(.transferTaskDidComplete, task: self, userInfo: userInfo, fromAnyQueue: true)
+        }
     }
 
     /// The head of a body stream is final once its consumer has it: no
@@ -290,11 +368,11 @@ public final class UploadTask: DataTask, @unchecked Sendable {
     private let source = BodySource()
 
     init(session: SessionManager, identifier: Int, request: Request, body: Request.Body, delegate: TaskDelegate,
-         bodyBuffer: ResponseBodyBuffer? = nil, completionHandler: CompletionHandler?)
+         bodyBuffer: ResponseBodyBuffer? = nil, completionHandler: CompletionHandler?, ending: Ending = Ending())
     {
         self.body = body
         super.init(session: session, identifier: identifier, request: request, delegate: delegate,
-                   bodyBuffer: bodyBuffer, completionHandler: completionHandler)
+                   bodyBuffer: bodyBuffer, completionHandler: completionHandler, ending: ending)
     }
 
     override func configure(_ spec: inout TransferSpec, strings: CStrings) throws(TransferError) {
