@@ -137,6 +137,12 @@ enum RemoteName {
         if response.headers["Content-Disposition"] != nil, let name = sanitize(response.suggestedFilename) {
             return name
         }
+        return make(requestURL: requestURL)
+    }
+
+    /// The name from the requested URL alone: what can be known before the
+    /// request is sent (the server may still name the file otherwise).
+    static func make(requestURL: URL) -> String {
         let last = requestURL.path.split(separator: "/").last.map(String.init) ?? ""
         return sanitize(last.removingPercentEncoding ?? last) ?? "download"
     }

@@ -199,6 +199,11 @@ final class Runner: Sendable {
             return JobResult(failure: failure)
         }
 
+        if let failure = refusedBeforeRequest(job, request: request) {
+            record(job, task: nil, failure: failure)
+            return JobResult(failure: failure)
+        }
+
         verbose?.info("* \(request.method) \(request.url.absoluteString)")
         if !plan.body.isEmpty || request.method == .head {
             return await performInMemory(job, request: request, session: session)
@@ -209,6 +214,18 @@ final class Runner: Sendable {
             return await performInMemory(job, request: request, session: session, discarding: true)
         }
         return await performDownload(job, request: request, session: session)
+    }
+
+    /// `-O` and `--output-dir` without `--clobber`: a file already at the name
+    /// the URL gives is refused before anything is sent, so a rerun of a
+    /// finished batch costs no transfer. A name from Content-Disposition is
+    /// known only from the response and is checked again at placement.
+    private func refusedBeforeRequest(_ job: Job, request: Request) -> Failure? {
+        guard case .remoteName(let directory) = job.output, !plan.clobber else { return nil }
+        let path = (directory as NSString).appendingPathComponent(RemoteName.make(requestURL: request.url))
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return Failure(.localFile, "not requested: \(path) exists (use --clobber to replace it)")
     }
 
     /// Bodiless requests: the body goes to a file from the engine (the

@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Issue 30, items 4 and 6: what the command refuses, and that it refuses before any
+/// transfer when it can know.
+@Suite("transfer command: refusals before the transfer")
+struct CLIRefusalTests {
+    @Test("-O and --output-dir do not request a URL whose name is already taken, and exit 12")
+    func existingRemoteNameIsNotRequested() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let original = Data("finished in an earlier run\n".utf8)
+        try original.write(to: directory.file("4096"))
+        let taken = server.url("/bytes/4096?seed=1").absoluteString
+        let free = server.url("/bytes/5000?seed=2").absoluteString
+
+        let several = try CLI.run(["get", "-s", "--output-dir", directory.path, taken, free])
+        let single = try CLI.run(["get", "-s", "-O", "--output-dir", directory.path, taken])
+
+        #expect(several.status == 12, "\(several.stderrText)")
+        #expect(single.status == 12, "\(single.stderrText)")
+        #expect(several.stderrText.contains("--clobber"))
+        #expect(server.requests.map(\.path) == ["/bytes/5000"])
+        #expect(try Data(contentsOf: directory.file("4096")) == original)
+        #expect(try FileDigest.sha256(of: directory.file("5000")) == TestServer.sha256(seed: 2, count: 5000))
+        #expect(CLI.listing(directory.path) == ["4096", "5000"])
+    }
+
+    @Test("with --clobber the URL is requested and the file replaced; -o always replaces")
+    func clobberAndOutputStillReplace() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        try Data("old\n".utf8).write(to: directory.file("4096"))
+        try Data("old\n".utf8).write(to: directory.file("named.bin"))
+
+        let clobbered = try CLI.run(["get", "-s", "-O", "--clobber", "--output-dir", directory.path,
+                                     server.url("/bytes/4096?seed=3").absoluteString])
+        let output = try CLI.run(["get", "-s", "-o", directory.file("named.bin").path,
+                                  server.url("/bytes/777?seed=4").absoluteString])
+
+        #expect(clobbered.status == 0, "\(clobbered.stderrText)")
+        #expect(output.status == 0, "\(output.stderrText)")
+        #expect(try FileDigest.sha256(of: directory.file("4096")) == TestServer.sha256(seed: 3, count: 4096))
+        #expect(try FileDigest.sha256(of: directory.file("named.bin")) == TestServer.sha256(seed: 4, count: 777))
+        #expect(server.requests.count == 2)
+    }
+}
