@@ -20,6 +20,9 @@ struct Options: ParsableArguments {
     @Flag(name: .customLong("clobber"), help: "Let -O and --output-dir replace an existing file.")
     var clobber = false
 
+    @Flag(name: .customLong("create-dirs"), help: "Create the missing folders of -o PATH and --output-dir.")
+    var createDirs = false
+
     @Flag(name: .customLong("discard"), help: "Count the body bytes, store nothing.")
     var discard = false
 

@@ -128,6 +128,7 @@ struct RunPlan: Sendable {
         } else {
             output = .stdout
         }
+        if !options.createDirs { try Self.requireFolder(of: output) }
 
         // Headers.
         var headers = HTTPHeaders()
@@ -371,6 +372,30 @@ struct RunPlan: Sendable {
                        parallel: options.parallel, progress: style, metricsPath: options.metrics,
                        verbose: options.verbose && !options.silent, silent: options.silent, features: features,
                        clobber: options.clobber, cookieJarPath: cookies)
+    }
+
+    /// curl's rule: the folder of `-o PATH`, or `--output-dir DIR` itself, must
+    /// exist unless `--create-dirs` is given. Checked before any request is
+    /// sent (curl finds out at its first write); exit 12 as for any file that
+    /// cannot be written. Only a missing folder is refused here: anything
+    /// else (a file in the way, no permission) fails where the file is made.
+    private static func requireFolder(of output: OutputTarget) throws(Failure) {
+        let folder: String
+        let flag: String
+        switch output {
+        case .file(let path):
+            let parent = (path as NSString).deletingLastPathComponent
+            folder = parent.isEmpty ? "." : parent
+            flag = "-o"
+        case .remoteName(let directory):
+            folder = directory
+            flag = "--output-dir"
+        case .stdout, .discard, .device:
+            return
+        }
+        var info = stat()
+        guard stat(folder, &info) != 0, errno == ENOENT else { return }
+        throw Failure(.localFile, "\(flag): the folder \(folder) does not exist (use --create-dirs to create it)")
     }
 
     /// `STRING` or `@FILE` (`@-` is stdin); a file body is streamed from disk.

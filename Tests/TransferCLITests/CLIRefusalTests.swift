@@ -47,4 +47,33 @@ struct CLIRefusalTests {
         #expect(try FileDigest.sha256(of: directory.file("named.bin")) == TestServer.sha256(seed: 4, count: 777))
         #expect(server.requests.count == 2)
     }
+
+    @Test("-o into a missing folder and a missing --output-dir exit 12 with no request; --create-dirs makes them")
+    func missingFolderNeedsCreateDirs() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let nested = directory.file("a/missing/dir/file.bin").path
+        let outDir = directory.file("out/more").path
+        let url = server.url("/bytes/3000?seed=6").absoluteString
+
+        let refusedOutput = try CLI.run(["get", "-s", "-o", nested, url])
+        let refusedDir = try CLI.run(["get", "-s", "-O", "--output-dir", outDir, url])
+
+        #expect(refusedOutput.status == 12, "\(refusedOutput.stderrText)")
+        #expect(refusedDir.status == 12, "\(refusedDir.stderrText)")
+        #expect(refusedOutput.stderrText.contains("--create-dirs"))
+        #expect(refusedDir.stderrText.contains("--create-dirs"))
+        #expect(server.requests.isEmpty)
+        #expect(CLI.listing(directory.path).isEmpty)
+
+        let created = try CLI.run(["get", "-s", "--create-dirs", "-o", nested, url])
+        let createdDir = try CLI.run(["get", "-s", "-O", "--create-dirs", "--output-dir", outDir, url])
+
+        #expect(created.status == 0, "\(created.stderrText)")
+        #expect(createdDir.status == 0, "\(createdDir.stderrText)")
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: nested)) == TestServer.sha256(seed: 6, count: 3000))
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: outDir + "/3000"))
+            == TestServer.sha256(seed: 6, count: 3000))
+    }
 }
