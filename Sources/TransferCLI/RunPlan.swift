@@ -94,14 +94,7 @@ struct RunPlan: Sendable {
         // URLs: arguments first, then the URL file, in order.
         var urls = verb.urls
         if let urlFile = options.urlFile {
-            let text: String
-            do {
-                text = try urlFile == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-                    : String(contentsOfFile: urlFile, encoding: .utf8)
-            } catch {
-                throw Failure(.invalidRequest, "cannot read --url-file \(urlFile): \(error.localizedDescription)")
-            }
-            urls += Parse.urlLines(text)
+            urls += Parse.urlLines(try URLFile.read(urlFile))
         }
         guard !urls.isEmpty else { throw Failure(.usage, "no URL given") }
 

@@ -76,4 +76,24 @@ struct CLIRefusalTests {
         #expect(try FileDigest.sha256(of: URL(fileURLWithPath: outDir + "/3000"))
             == TestServer.sha256(seed: 6, count: 3000))
     }
+
+    @Test("a --url-file that is a folder or missing is named with its reason, exit 3, and nothing is requested")
+    func urlFileErrorsNameTheFile() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let missingPath = directory.file("none.txt").path
+
+        let folder = try CLI.run(["get", "-s", "--url-file", directory.path])
+        let missing = try CLI.run(["get", "-s", "--url-file", missingPath, server.url("/bytes/10").absoluteString])
+
+        #expect(folder.status == 3, "\(folder.stderrText)")
+        #expect(folder.stderrText.hasPrefix("transfer: \(directory.path): "), "\(folder.stderrText)")
+        #expect(folder.stderrText.contains("--url-file: it is a folder"), "\(folder.stderrText)")
+        #expect(!folder.stderrText.contains("NSCocoaErrorDomain"))
+        #expect(missing.status == 3, "\(missing.stderrText)")
+        #expect(missing.stderrText.hasPrefix("transfer: \(missingPath): "), "\(missing.stderrText)")
+        #expect(missing.stderrText.contains("No such file or directory"), "\(missing.stderrText)")
+        #expect(server.requests.isEmpty)
+    }
 }
