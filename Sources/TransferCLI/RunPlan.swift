@@ -213,6 +213,9 @@ struct RunPlan: Sendable {
 
         // Jobs. A URL list may name one URL many times (load tests do): each
         // distinct string is parsed once, and its jobs share the parsed URL.
+        if let retries = options.retry, retries < 0 {
+            throw Failure(.usage, "--retry: must be 0 or more, got \(retries)")
+        }
         let retry = try RetryOptions.maker(options)
         var jobs: [Job] = []
         jobs.reserveCapacity(urls.count)
@@ -251,7 +254,9 @@ struct RunPlan: Sendable {
 
         // Limits.
         var configuration = SessionConfiguration()
-        guard options.parallel >= 1 else { throw Failure(.usage, "--parallel: must be at least 1") }
+        guard options.parallel >= 1 else {
+            throw Failure(.usage, "--parallel: must be at least 1, got \(options.parallel)")
+        }
         configuration.maxConnectionsPerHost = max(configuration.maxConnectionsPerHost, options.parallel)
         if let timeout = options.timeout {
             guard timeout > 0, timeout.isFinite else { throw Failure(.usage, "--timeout: must be a positive number") }
@@ -274,7 +279,9 @@ struct RunPlan: Sendable {
             }
             configuration.connectTimeout = connect
         }
-        guard options.maxRedirects >= 0 else { throw Failure(.usage, "--max-redirects: must be 0 or more") }
+        guard options.maxRedirects >= 0 else {
+            throw Failure(.usage, "--max-redirects: must be 0 or more, got \(options.maxRedirects)")
+        }
         configuration.maxRedirects = options.maxRedirects
         configuration.followRedirects = !options.noFollow
         var perTransferRate: Int64?

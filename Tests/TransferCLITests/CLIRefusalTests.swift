@@ -96,4 +96,29 @@ struct CLIRefusalTests {
         #expect(missing.stderrText.contains("No such file or directory"), "\(missing.stderrText)")
         #expect(server.requests.isEmpty)
     }
+
+    @Test("a negative number is refused by the flag's own check, which names the number; exit 2")
+    func negativeNumbersAreNamed() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let url = server.url("/bytes/10").absoluteString
+        let cases = [
+            ("--retry", "-1", "--retry: must be 0 or more, got -1"),
+            ("--parallel", "-2", "--parallel: must be at least 1, got -2"),
+            ("--max-redirects", "-3", "--max-redirects: must be 0 or more, got -3"),
+            ("--segments", "-4", "--segments: must be at least 1, got -4"),
+            ("--limit-rate", "-5", "--limit-rate: not a rate: -5"),
+            ("-m", "-6", "--timeout"),
+            ("--connect-timeout", "-7", "--connect-timeout"),
+        ]
+
+        for (flag, value, message) in cases {
+            let output = try CLI.run(["get", "-s", flag, value, url])
+
+            #expect(output.status == 2, "\(flag) \(value): \(output.stderrText)")
+            #expect(output.stderrText.contains(message), "\(flag) \(value): \(output.stderrText)")
+            #expect(!output.stderrText.contains("Missing value"), "\(flag) \(value): \(output.stderrText)")
+        }
+        #expect(server.requests.isEmpty)
+    }
 }
