@@ -285,20 +285,27 @@ struct RunPlan: Sendable {
         configuration.maxRedirects = options.maxRedirects
         configuration.followRedirects = !options.noFollow
         var perTransferRate: Int64?
+        // 0 means no limit, as curl's --limit-rate 0.
         if let limit = options.limitRate {
-            guard let rate = Parse.rate(limit) else { throw Failure(.usage, "--limit-rate: not a rate: \(limit)") }
-            perTransferRate = rate
+            guard let rate = Parse.rate(limit, allowingZero: true) else {
+                throw Failure(.usage, "--limit-rate: not a rate: \(limit)")
+            }
+            perTransferRate = rate > 0 ? rate : nil
         }
         if let total = options.limitRateTotal {
-            guard let rate = Parse.rate(total) else { throw Failure(.usage, "--limit-rate-total: not a rate: \(total)") }
-            configuration.maxTotalReceiveSpeed = rate
-            configuration.maxTotalSendSpeed = rate
-            if jobs.count > 1 {
-                // The engine enforces a session-wide limit for one transfer
-                // only (see FeatureOptions): give each transfer an even share
-                // of the transfers that can run at once, so the sum stays under.
-                let share = max(1, rate / Int64(min(options.parallel, jobs.count)))
-                perTransferRate = min(perTransferRate ?? share, share)
+            guard let rate = Parse.rate(total, allowingZero: true) else {
+                throw Failure(.usage, "--limit-rate-total: not a rate: \(total)")
+            }
+            if rate > 0 {
+                configuration.maxTotalReceiveSpeed = rate
+                configuration.maxTotalSendSpeed = rate
+                if jobs.count > 1 {
+                    // The engine enforces a session-wide limit for one transfer
+                    // only (see FeatureOptions): give each transfer an even share
+                    // of the transfers that can run at once, so the sum stays under.
+                    let share = max(1, rate / Int64(min(options.parallel, jobs.count)))
+                    perTransferRate = min(perTransferRate ?? share, share)
+                }
             }
         }
         if let text = options.maxFilesize {

@@ -121,4 +121,25 @@ struct CLIRefusalTests {
         }
         #expect(server.requests.isEmpty)
     }
+
+    @Test("--limit-rate 0 and --limit-rate-total 0 mean no limit, as curl's --limit-rate 0")
+    func zeroRateIsUnlimited() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let count = 300_000
+
+        let perTransfer = try CLI.run(["get", "-s", "--limit-rate", "0", "-o", directory.file("one").path,
+                                       server.url("/bytes/\(count)?seed=11").absoluteString])
+        let total = try CLI.run(["get", "-s", "--limit-rate-total", "0k", "--output-dir", directory.path,
+                                 server.url("/bytes/\(count + 1)?seed=12").absoluteString,
+                                 server.url("/bytes/\(count + 2)?seed=13").absoluteString])
+
+        #expect(perTransfer.status == 0, "\(perTransfer.stderrText)")
+        #expect(total.status == 0, "\(total.stderrText)")
+        #expect(try FileDigest.sha256(of: directory.file("one")) == TestServer.sha256(seed: 11, count: count))
+        #expect(try FileDigest.sha256(of: directory.file("\(count + 1)")) == TestServer.sha256(seed: 12, count: count + 1))
+        #expect(try FileDigest.sha256(of: directory.file("\(count + 2)")) == TestServer.sha256(seed: 13, count: count + 2))
+        #expect(server.requests.count == 3)
+    }
 }
