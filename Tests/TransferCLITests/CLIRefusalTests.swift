@@ -142,4 +142,44 @@ struct CLIRefusalTests {
         #expect(try FileDigest.sha256(of: directory.file("\(count + 2)")) == TestServer.sha256(seed: 13, count: count + 2))
         #expect(server.requests.count == 3)
     }
+
+    /// Runs the command under `umask mask` (in a shell of its own: the test
+    /// process's umask is shared by tests running in parallel).
+    private func run(umask mask: String, _ arguments: [String]) throws -> Command.Output {
+        try Command.run("/bin/sh", ["-c", "umask \(mask) && exec \"$0\" \"$@\"", try CLI.binary()] + arguments,
+                        timeout: .seconds(60))
+    }
+
+    private func mode(_ path: String) -> mode_t {
+        var info = stat()
+        return lstat(path, &info) == 0 ? info.st_mode & 0o777 : 0
+    }
+
+    @Test("placed files follow the umask as curl's do: -o, -O, a body kept in memory, --segments")
+    func placedFilesFollowTheUmask() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let count = 5 * 1024 * 1024 + 5   // over 1 MiB per connection, or --segments uses one
+        let big = server.url("/bytes/\(count)?seed=14").absoluteString
+
+        for (mask, expected) in [("027", mode_t(0o640)), ("002", mode_t(0o664)), ("077", mode_t(0o600))] {
+            let folder = directory.file(mask).path
+            #expect(mkdir(folder, 0o700) == 0)
+
+            let output = try run(umask: mask, ["get", "-s", "-o", folder + "/o.bin", server.url("/bytes/5000").absoluteString])
+            let remote = try run(umask: mask, ["get", "-s", "-O", "--output-dir", folder,
+                                               server.url("/bytes/6000").absoluteString])
+            let memory = try run(umask: mask, ["post", "-s", "--data", "x=1", "-o", folder + "/posted",
+                                               server.url("/echo").absoluteString])
+            let segmented = try run(umask: mask, ["get", "-s", "--segments", "4", "-o", folder + "/seg.bin", big])
+
+            for result in [output, remote, memory, segmented] { #expect(result.status == 0, "\(result.stderrText)") }
+            #expect(CLI.listing(folder) == ["6000", "o.bin", "posted", "seg.bin"])
+            for name in CLI.listing(folder) {
+                #expect(mode(folder + "/" + name) == expected, "umask \(mask): \(name) is \(String(mode(folder + "/" + name), radix: 8))")
+            }
+            #expect(try FileDigest.sha256(of: URL(fileURLWithPath: folder + "/seg.bin")) == TestServer.sha256(seed: 14, count: count))
+        }
+    }
 }
