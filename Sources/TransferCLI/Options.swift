@@ -122,11 +122,13 @@ struct Options: ParsableArguments {
     var noFollow = false
 
     @Option(name: .customLong("limit-rate"),
-            parsing: .unconditional, help: ArgumentHelp("Bytes per second per transfer (e.g. 2M).", valueName: "RATE"))
+            parsing: .unconditional,
+            help: ArgumentHelp("Bytes per second per transfer (e.g. 2M; 0: no limit).", valueName: "RATE"))
     var limitRate: String?
 
     @Option(name: .customLong("limit-rate-total"),
-            parsing: .unconditional, help: ArgumentHelp("Bytes per second shared by all transfers.", valueName: "RATE"))
+            parsing: .unconditional,
+            help: ArgumentHelp("Bytes per second shared by all transfers (0: no limit).", valueName: "RATE"))
     var limitRateTotal: String?
 
     @Option(
