@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -430,6 +431,24 @@ ct_code cti_sink_write(struct cti_sink *sink, const char *data, size_t len)
   return CT_OK;
 }
 
+unsigned int ct_file_placed_mode(void)
+{
+  /* umask(2) cannot be read without setting it, and a file another thread
+   * creates in between would get the wrong mode: read /proc instead. */
+  FILE *status = fopen("/proc/self/status", "re");
+  char line[128];
+  unsigned int mask = 022;
+
+  if(status) {
+    while(fgets(line, sizeof(line), status)) {
+      if(sscanf(line, "Umask: %o", &mask) == 1)
+        break;
+    }
+    fclose(status);
+  }
+  return 0666 & ~mask & 0777;
+}
+
 ct_code cti_sink_commit(struct cti_sink *sink)
 {
   ct_code rc;
@@ -442,6 +461,11 @@ ct_code cti_sink_commit(struct cti_sink *sink)
   if(rc != CT_OK)
     return rc;
   release_reserved(sink);
+  /* The part file was private while written; the placed file follows the
+   * umask, as curl's do. Best effort: a file system without modes (vfat)
+   * refuses, and the file then stays private, which loses nothing. */
+  if(sink->path)
+    (void)fchmod(sink->fd, (mode_t)ct_file_placed_mode());
   if(fsync(sink->fd) != 0)
     return failed(sink, errno, "cannot fsync the part file");
   fd = sink->fd;

@@ -73,6 +73,9 @@ enum ExitStatus: Int32, Sendable, Comparable {
 struct Failure: Error, Sendable {
     var status: ExitStatus
     var detail: String
+    /// What a failure before any transfer is about when it is not the URLs
+    /// (e.g. the `--url-file` that cannot be read); nil: the URLs.
+    var subject: String?
 
     init(_ status: ExitStatus, _ detail: String) {
         self.status = status

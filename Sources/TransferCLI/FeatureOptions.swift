@@ -49,7 +49,9 @@ struct FeatureOptions: Sendable {
     init(options: Options, perTransferRate: Int64?, jobCount: Int, output: OutputTarget) throws(Failure) {
         self.perTransferRate = perTransferRate
 
-        guard options.segments >= 1 else { throw Failure(.usage, "--segments: must be at least 1") }
+        guard options.segments >= 1 else {
+            throw Failure(.usage, "--segments: must be at least 1, got \(options.segments)")
+        }
         guard options.segments <= 64 else { throw Failure(.usage, "--segments: at most 64") }
         segments = options.segments
 

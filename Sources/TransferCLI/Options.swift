@@ -2,6 +2,11 @@ import ArgumentParser
 
 /// Every option of docs/CLI.md, shared by all verbs. Parsing only: what the
 /// values mean is decided in `RunPlan`.
+///
+/// Numeric options take their value with `parsing: .unconditional`: ArgumentParser
+/// would otherwise read `-1` as an option and report "Missing value for
+/// '--retry <N>'"; this way `--retry -1` reaches the range check, which names
+/// the flag and the number.
 struct Options: ParsableArguments {
     // MARK: Output
 
@@ -20,6 +25,9 @@ struct Options: ParsableArguments {
     @Flag(name: .customLong("clobber"), help: "Let -O and --output-dir replace an existing file.")
     var clobber = false
 
+    @Flag(name: .customLong("create-dirs"), help: "Create the missing folders of -o PATH and --output-dir.")
+    var createDirs = false
+
     @Flag(name: .customLong("discard"), help: "Count the body bytes, store nothing.")
     var discard = false
 
@@ -29,10 +37,12 @@ struct Options: ParsableArguments {
             help: ArgumentHelp("One URL per line (blank lines and # comments skipped).", valueName: "FILE"))
     var urlFile: String?
 
-    @Option(name: .customLong("parallel"), help: ArgumentHelp("At most N transfers at once.", valueName: "N"))
+    @Option(name: .customLong("parallel"), parsing: .unconditional,
+            help: ArgumentHelp("At most N transfers at once.", valueName: "N"))
     var parallel: Int = 8
 
     @Option(name: .customLong("segments"),
+            parsing: .unconditional,
             help: ArgumentHelp("Download one file over N connections (Range requests).", valueName: "N"))
     var segments: Int = 1
 
@@ -85,52 +95,61 @@ struct Options: ParsableArguments {
     // MARK: Limits
 
     @Option(name: [.customShort("m"), .customLong("max-time"), .customLong("timeout")],
-            help: ArgumentHelp("Seconds the whole transfer may take.", valueName: "SECONDS"))
+            parsing: .unconditional, help: ArgumentHelp("Seconds the whole transfer may take.", valueName: "SECONDS"))
     var timeout: Double?
 
     @Option(name: [.customShort("Y"), .customLong("speed-limit")],
+            parsing: .unconditional,
             help: ArgumentHelp("Bytes per second below which --speed-time aborts (default 1 with --speed-time).",
                                valueName: "BYTES"))
     var speedLimit: Int64?
 
     @Option(name: [.customShort("y"), .customLong("speed-time")],
+            parsing: .unconditional,
             help: ArgumentHelp("Seconds below --speed-limit before aborting (default 30 with --speed-limit).",
                                valueName: "SECONDS"))
     var speedTime: Double?
 
     @Option(name: .customLong("connect-timeout"),
-            help: ArgumentHelp("Seconds to connect (TCP + TLS).", valueName: "SECONDS"))
+            parsing: .unconditional, help: ArgumentHelp("Seconds to connect (TCP + TLS).", valueName: "SECONDS"))
     var connectTimeout: Double?
 
-    @Option(name: .customLong("max-redirects"), help: ArgumentHelp("Redirects to follow at most.", valueName: "N"))
+    @Option(name: .customLong("max-redirects"), parsing: .unconditional,
+            help: ArgumentHelp("Redirects to follow at most.", valueName: "N"))
     var maxRedirects: Int = 16
 
     @Flag(name: .customLong("no-follow"), help: "Do not follow redirects.")
     var noFollow = false
 
     @Option(name: .customLong("limit-rate"),
-            help: ArgumentHelp("Bytes per second per transfer (e.g. 2M).", valueName: "RATE"))
+            parsing: .unconditional,
+            help: ArgumentHelp("Bytes per second per transfer (e.g. 2M; 0: no limit).", valueName: "RATE"))
     var limitRate: String?
 
     @Option(name: .customLong("limit-rate-total"),
-            help: ArgumentHelp("Bytes per second shared by all transfers.", valueName: "RATE"))
+            parsing: .unconditional,
+            help: ArgumentHelp("Bytes per second shared by all transfers (0: no limit).", valueName: "RATE"))
     var limitRateTotal: String?
 
     @Option(
         name: .customLong("max-filesize"),
+        parsing: .unconditional,
         help: ArgumentHelp("Largest body accepted, in bytes (e.g. 100M); larger fails with exit 11.",
                            valueName: "BYTES"))
     var maxFilesize: String?
 
     @Option(name: .customLong("retry"),
+            parsing: .unconditional,
             help: ArgumentHelp("Retry transient failures up to N times (curl's --retry).", valueName: "N"))
     var retry: Int?
 
     @Option(name: .customLong("retry-max-time"),
+            parsing: .unconditional,
             help: ArgumentHelp("Start no retry after SECONDS since the first attempt.", valueName: "SECONDS"))
     var retryMaxTime: Double?
 
     @Option(name: .customLong("retry-delay"),
+            parsing: .unconditional,
             help: ArgumentHelp("Wait SECONDS between retries (default: 1 s doubling).", valueName: "SECONDS"))
     var retryDelay: Double?
 

@@ -30,7 +30,9 @@ enum Parse {
     }
 
     /// "2M", "500k", "1.5G", "1000" → bytes per second (K = 1024, as curl).
-    static func rate(_ text: String) -> Int64? {
+    /// With `allowingZero`, "0" (with or without a unit) is 0: curl's
+    /// `--limit-rate 0`, no limit.
+    static func rate(_ text: String, allowingZero: Bool = false) -> Int64? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard let last = trimmed.last else { return nil }
         var multiplier: Double = 1
@@ -42,7 +44,8 @@ enum Parse {
         default: break
         }
         if multiplier != 1 { number = number.dropLast() }
-        guard let value = Double(number), value.isFinite, value > 0 else { return nil }
+        guard let value = Double(number), value.isFinite, value >= 0 else { return nil }
+        if value == 0 { return allowingZero ? 0 : nil }
         let bytes = value * multiplier
         guard bytes >= 1, bytes < Double(Int64.max) else { return nil }
         return Int64(bytes)
@@ -137,6 +140,12 @@ enum RemoteName {
         if response.headers["Content-Disposition"] != nil, let name = sanitize(response.suggestedFilename) {
             return name
         }
+        return make(requestURL: requestURL)
+    }
+
+    /// The name from the requested URL alone: what can be known before the
+    /// request is sent (the server may still name the file otherwise).
+    static func make(requestURL: URL) -> String {
         let last = requestURL.path.split(separator: "/").last.map(String.init) ?? ""
         return sanitize(last.removingPercentEncoding ?? last) ?? "download"
     }

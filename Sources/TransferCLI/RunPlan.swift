@@ -94,14 +94,7 @@ struct RunPlan: Sendable {
         // URLs: arguments first, then the URL file, in order.
         var urls = verb.urls
         if let urlFile = options.urlFile {
-            let text: String
-            do {
-                text = try urlFile == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-                    : String(contentsOfFile: urlFile, encoding: .utf8)
-            } catch {
-                throw Failure(.invalidRequest, "cannot read --url-file \(urlFile): \(error.localizedDescription)")
-            }
-            urls += Parse.urlLines(text)
+            urls += Parse.urlLines(try URLFile.read(urlFile))
         }
         guard !urls.isEmpty else { throw Failure(.usage, "no URL given") }
 
@@ -128,6 +121,7 @@ struct RunPlan: Sendable {
         } else {
             output = .stdout
         }
+        if !options.createDirs { try Self.requireFolder(of: output) }
 
         // Headers.
         var headers = HTTPHeaders()
@@ -219,6 +213,9 @@ struct RunPlan: Sendable {
 
         // Jobs. A URL list may name one URL many times (load tests do): each
         // distinct string is parsed once, and its jobs share the parsed URL.
+        if let retries = options.retry, retries < 0 {
+            throw Failure(.usage, "--retry: must be 0 or more, got \(retries)")
+        }
         let retry = try RetryOptions.maker(options)
         var jobs: [Job] = []
         jobs.reserveCapacity(urls.count)
@@ -257,7 +254,9 @@ struct RunPlan: Sendable {
 
         // Limits.
         var configuration = SessionConfiguration()
-        guard options.parallel >= 1 else { throw Failure(.usage, "--parallel: must be at least 1") }
+        guard options.parallel >= 1 else {
+            throw Failure(.usage, "--parallel: must be at least 1, got \(options.parallel)")
+        }
         configuration.maxConnectionsPerHost = max(configuration.maxConnectionsPerHost, options.parallel)
         if let timeout = options.timeout {
             guard timeout > 0, timeout.isFinite else { throw Failure(.usage, "--timeout: must be a positive number") }
@@ -280,24 +279,33 @@ struct RunPlan: Sendable {
             }
             configuration.connectTimeout = connect
         }
-        guard options.maxRedirects >= 0 else { throw Failure(.usage, "--max-redirects: must be 0 or more") }
+        guard options.maxRedirects >= 0 else {
+            throw Failure(.usage, "--max-redirects: must be 0 or more, got \(options.maxRedirects)")
+        }
         configuration.maxRedirects = options.maxRedirects
         configuration.followRedirects = !options.noFollow
         var perTransferRate: Int64?
+        // 0 means no limit, as curl's --limit-rate 0.
         if let limit = options.limitRate {
-            guard let rate = Parse.rate(limit) else { throw Failure(.usage, "--limit-rate: not a rate: \(limit)") }
-            perTransferRate = rate
+            guard let rate = Parse.rate(limit, allowingZero: true) else {
+                throw Failure(.usage, "--limit-rate: not a rate: \(limit)")
+            }
+            perTransferRate = rate > 0 ? rate : nil
         }
         if let total = options.limitRateTotal {
-            guard let rate = Parse.rate(total) else { throw Failure(.usage, "--limit-rate-total: not a rate: \(total)") }
-            configuration.maxTotalReceiveSpeed = rate
-            configuration.maxTotalSendSpeed = rate
-            if jobs.count > 1 {
-                // The engine enforces a session-wide limit for one transfer
-                // only (see FeatureOptions): give each transfer an even share
-                // of the transfers that can run at once, so the sum stays under.
-                let share = max(1, rate / Int64(min(options.parallel, jobs.count)))
-                perTransferRate = min(perTransferRate ?? share, share)
+            guard let rate = Parse.rate(total, allowingZero: true) else {
+                throw Failure(.usage, "--limit-rate-total: not a rate: \(total)")
+            }
+            if rate > 0 {
+                configuration.maxTotalReceiveSpeed = rate
+                configuration.maxTotalSendSpeed = rate
+                if jobs.count > 1 {
+                    // The engine enforces a session-wide limit for one transfer
+                    // only (see FeatureOptions): give each transfer an even share
+                    // of the transfers that can run at once, so the sum stays under.
+                    let share = max(1, rate / Int64(min(options.parallel, jobs.count)))
+                    perTransferRate = min(perTransferRate ?? share, share)
+                }
             }
         }
         if let text = options.maxFilesize {
@@ -371,6 +379,30 @@ struct RunPlan: Sendable {
                        parallel: options.parallel, progress: style, metricsPath: options.metrics,
                        verbose: options.verbose && !options.silent, silent: options.silent, features: features,
                        clobber: options.clobber, cookieJarPath: cookies)
+    }
+
+    /// curl's rule: the folder of `-o PATH`, or `--output-dir DIR` itself, must
+    /// exist unless `--create-dirs` is given. Checked before any request is
+    /// sent (curl finds out at its first write); exit 12 as for any file that
+    /// cannot be written. Only a missing folder is refused here: anything
+    /// else (a file in the way, no permission) fails where the file is made.
+    private static func requireFolder(of output: OutputTarget) throws(Failure) {
+        let folder: String
+        let flag: String
+        switch output {
+        case .file(let path):
+            let parent = (path as NSString).deletingLastPathComponent
+            folder = parent.isEmpty ? "." : parent
+            flag = "-o"
+        case .remoteName(let directory):
+            folder = directory
+            flag = "--output-dir"
+        case .stdout, .discard, .device:
+            return
+        }
+        var info = stat()
+        guard stat(folder, &info) != 0, errno == ENOENT else { return }
+        throw Failure(.localFile, "\(flag): the folder \(folder) does not exist (use --create-dirs to create it)")
     }
 
     /// `STRING` or `@FILE` (`@-` is stdin); a file body is streamed from disk.

@@ -18,6 +18,8 @@ final class Runner: Sendable {
     private let sessionError: TransferError?
     /// `-v` lines (VerboseLog.swift); nil when not verbose.
     private let verbose: Logger?
+    /// Where bodies bound for stdout or a device wait on disk.
+    private let scratch = ScratchFolder()
 
     /// What one job ended with.
     struct JobResult: Sendable {
@@ -88,6 +90,7 @@ final class Runner: Sendable {
         metrics?.flush()
         display.stop()
         interrupts.uninstall()
+        scratch.remove()
         if let session {
             session.finishTasksAndInvalidate()
             // Let events already queued for finished tasks run, so nothing
@@ -199,6 +202,11 @@ final class Runner: Sendable {
             return JobResult(failure: failure)
         }
 
+        if let failure = refusedBeforeRequest(job, request: request) {
+            record(job, task: nil, failure: failure)
+            return JobResult(failure: failure)
+        }
+
         verbose?.info("* \(request.method) \(request.url.absoluteString)")
         if !plan.body.isEmpty || request.method == .head {
             return await performInMemory(job, request: request, session: session)
@@ -209,6 +217,18 @@ final class Runner: Sendable {
             return await performInMemory(job, request: request, session: session, discarding: true)
         }
         return await performDownload(job, request: request, session: session)
+    }
+
+    /// `-O` and `--output-dir` without `--clobber`: a file already at the name
+    /// the URL gives is refused before anything is sent, so a rerun of a
+    /// finished batch costs no transfer. A name from Content-Disposition is
+    /// known only from the response and is checked again at placement.
+    private func refusedBeforeRequest(_ job: Job, request: Request) -> Failure? {
+        guard case .remoteName(let directory) = job.output, !plan.clobber else { return nil }
+        let path = (directory as NSString).appendingPathComponent(RemoteName.make(requestURL: request.url))
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return Failure(.localFile, "not requested: \(path) exists (use --clobber to replace it)")
     }
 
     /// Bodiless requests: the body goes to a file from the engine (the
@@ -225,7 +245,12 @@ final class Runner: Sendable {
             let stem = plan.features.resume ? Self.stableName(request.url.absoluteString) : "\(getpid())-\(job.index)"
             target = (directory as NSString).appendingPathComponent(".transfer-\(stem).download")
         case .stdout, .discard, .device:
-            target = NSTemporaryDirectory() + "/transfer-cli-\(getpid())-\(job.index).body"
+            do throws(Failure) {
+                target = try scratch.get() + "/\(job.index).body"
+            } catch {
+                record(job, task: nil, failure: error)
+                return JobResult(failure: error)
+            }
         }
         let targetURL = URL(fileURLWithPath: target)
         var options = plan.features.downloadOptions
@@ -499,14 +524,14 @@ final class Runner: Sendable {
         }
     }
 
-    /// Writes `data` to `path.part`, then renames it to `path`; on failure
-    /// nothing is left at either name.
     /// Unlinks `path` only when it is a regular file (never a device, FIFO or directory).
     static func removeRegularFile(_ path: String) {
         var info = stat()
         if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { unlink(path) }
     }
 
+    /// Writes `data` to `path.part`, then renames it to `path`; on failure
+    /// nothing is left at either name.
     private func place(_ data: Data, at path: String, replacing: Bool = true) -> Failure? {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
@@ -517,11 +542,14 @@ final class Runner: Sendable {
             }
         }
         let part = path + ".part"
-        let fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        // Private while written; the placed file follows the umask (best
+        // effort: where modes are refused it stays private).
+        let fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             return Failure(.localFile, "cannot create \(part): \(String(cString: strerror(errno)))")
         }
         var rc = data.withUnsafeBytes { Terminal.writeAll(fd, $0) }
+        if rc == 0 { _ = fchmod(fd, FileModes.placed()) }
         if rc == 0, fsync(fd) != 0 { rc = errno }
         close(fd)
         if rc == 0 { rc = Self.move(part, to: path, replacing: replacing) }

@@ -53,7 +53,7 @@ func runVerb(_ verb: any Verb) async -> Int32 {
     } catch {
         // Plan failures come before any transfer: one line naming the URL(s) and the class.
         let urls = verb.urls.isEmpty ? "" : verb.urls[0] + (verb.urls.count > 1 ? " (and \(verb.urls.count - 1) more)" : "")
-        Terminal.note(Failure(error.status, error.detail).line(url: urls.isEmpty ? "-" : urls))
+        Terminal.note(error.line(url: error.subject ?? (urls.isEmpty ? "-" : urls)))
         return error.status.rawValue
     }
 }

@@ -26,7 +26,8 @@ struct CLIOutputTests {
         let path = directory.file("sub/body.bin").path
         let count = 2 * 1024 * 1024 + 3
 
-        let output = try CLI.run(["get", "-s", "-o", path, server.url("/bytes/\(count)?seed=9").absoluteString])
+        let output = try CLI.run(["get", "-s", "--create-dirs", "-o", path,
+                                  server.url("/bytes/\(count)?seed=9").absoluteString])
 
         #expect(output.status == 0, "\(output.stderrText)")
         #expect(output.stdout.isEmpty)
@@ -195,7 +196,7 @@ struct CLIExitCodeTests {
                                                                                encoding: .utf8)
         let out = directory.file("out").path
 
-        let output = try CLI.run(["get", "--parallel", "4", "--output-dir", out, "--url-file", list] + urls[..<10])
+        let output = try CLI.run(["get", "--parallel", "4", "--create-dirs", "--output-dir", out, "--url-file", list] + urls[..<10])
 
         #expect(output.status == 9, "\(output.stderrText)")
         let lines = output.stderrText.split(separator: "\n")

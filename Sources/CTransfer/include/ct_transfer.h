@@ -87,8 +87,10 @@ struct ct_transfer_spec {
   int64_t body_offset;
 
   ct_sink_kind sink_kind;
-  /* File sink: bytes go to `sink_part_path` (default "<sink_path>.part");
-   * on success they are flushed, fsync'd and renamed to sink_path, and the
+  /* File sink: bytes go to `sink_part_path` (default "<sink_path>.part",
+   * created 0600: private while it is written); on success they are
+   * flushed, fsync'd, given ct_file_placed_mode() and renamed to
+   * sink_path, and the
    * folder fsync'd, on the loop's file worker thread (the transfer reports
    * once that is done; a cancel meanwhile changes nothing). With
    * sink_path NULL the part file is kept as the result (file_path). On
@@ -205,6 +207,15 @@ struct ct_transfer_spec {
 /* Fill a spec with defaults (GET, memory sink, 30 s connect timeout,
  * decode ratio CT_DEFAULT_DECODE_RATIO, no body size limit). */
 void ct_transfer_spec_init(struct ct_transfer_spec *_Nonnull spec);
+
+/**
+ * The mode a downloaded file gets when it is placed at its final name:
+ * 0666 without the process's umask, as open(2) gives curl's output files
+ * (0644 under the usual umask 022). Part files and journals stay 0600.
+ * Safe from any thread: the umask is read from /proc/self/status, never
+ * set; without it (Linux before 4.7, no /proc) the umask is taken as 022.
+ */
+unsigned int ct_file_placed_mode(void);
 
 #ifdef __cplusplus
 }

@@ -74,6 +74,10 @@ extension SessionManager {
 
     /// Downloads the body straight to `destination`; no body byte enters Swift.
     ///
+    /// Missing folders of `destination` are created (as curl's `--create-dirs`). The
+    /// body is written to `<destination>.part` (mode 0600), which becomes
+    /// `destination` with mode 0666 less the umask, as curl's files.
+    ///
     /// - Returns: The file URL (`destination`) and the response.
     public func download(for request: Request, to destination: URL) async throws(TransferError) -> (URL, HTTPResponse) {
         let task = downloadTask(with: request, to: destination)

@@ -519,6 +519,9 @@ public final class SessionManager: Sendable {
 
     /// A download task that writes `<destination>.part` and renames it to
     /// `destination` on success (nothing is left there on failure).
+    ///
+    /// Missing folders of `destination` are created. The part file is 0600;
+    /// the placed file gets mode 0666 less the umask, as curl's files.
     public func downloadTask(with request: Request, to destination: URL,
                              progress: (@Sendable (TransferProgress) -> Void)? = nil,
                              completionHandler: DownloadTask.CompletionHandler? = nil) -> DownloadTask

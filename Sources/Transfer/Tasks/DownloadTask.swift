@@ -243,7 +243,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         guard let target else { return temporary }
         // A destination chosen at the end may come from the server (see
         // ``destination(inDirectory:)``): never replace a file unasked.
-        try FileMover.move(from: temporary, to: target, replacing: replacesExistingFile)
+        try FileMover.move(from: temporary, to: target, replacing: replacesExistingFile, placing: true)
         return target
     }
 
@@ -326,8 +326,15 @@ enum FileMover {
     /// file is left untouched and the move fails with
     /// ``TransferError/Code/fileError`` (`EEXIST`). Across file systems the
     /// file is copied next to `target` first, then moved the same way.
-    static func move(from source: URL, to target: URL, replacing: Bool = true) throws(TransferError) {
+    /// Missing folders of `target` are created. With `placing` (a download
+    /// reaching the name the user chose, not a part file moving between
+    /// private folders) the file first gets ``placedMode``.
+    static func move(from source: URL, to target: URL, replacing: Bool = true,
+                     placing: Bool = false) throws(TransferError)
+    {
         try ensureDirectory(target.deletingLastPathComponent())
+        // Best effort, as in the engine's sink: where modes are refused the file stays private.
+        if placing { _ = chmod(source.path, placedMode) }
         let err = replacing ? (rename(source.path, target.path) == 0 ? 0 : errno) : place(source.path, target.path)
         if err == 0 {
             if !replacing { unlink(source.path) }

@@ -570,7 +570,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             }
         }
         try DurableFile.sync(partPath)
-        try FileMover.move(from: URL(fileURLWithPath: partPath), to: destination)
+        try FileMover.move(from: URL(fileURLWithPath: partPath), to: destination, placing: true)
         DurableFile.syncDirectory(of: destination.path)
         unlink(manifestPath)
         for index in 0..<segmentCount { unlink(journalPath(index)) }
