@@ -34,11 +34,11 @@ struct EngineBridgeTests {
             seen.withLock { $0.redirects.append(hop) }
         }
 
-        override func engineDidTrace(_ kind: Int32, line: UnsafeRawBufferPointer) {
+        override func engineDidTrace(_ kind: TraceLineKind, line: UnsafeRawBufferPointer) {
             let text = String(decoding: line, as: UTF8.self)
             seen.withLock {
                 $0.traceLines += 1
-                if kind == Int32(CT_DEBUG_HEADER_OUT.rawValue), text.hasPrefix("GET ") { $0.requestLines.append(text) }
+                if kind == .headerOut, text.hasPrefix("GET ") { $0.requestLines.append(text) }
             }
         }
 

@@ -17,6 +17,8 @@ struct EngineResponseHead {
                                                 count: pointer.pointee.raw_headers_length),
                as: UTF8.self)
     }
+    /// Copied and parsed (headers included): what the task path keeps.
+    var parsed: ResponseHead { ResponseHead(pointer.pointee) }
 }
 
 /// A finished transfer as the engine hands it to an ``EngineTarget``

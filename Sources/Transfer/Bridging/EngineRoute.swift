@@ -1,29 +1,68 @@
 import CTransfer
 
-/// The one target the engine's events for a transfer go to.
+/// The engine target of one hop of a task: every C callback of the
+/// transfer lands here (through ``EngineTarget``'s methods, the one type a C
+/// context is cast to) and goes on to the task that owns the transfer now.
 ///
-/// Each hop's event closures call `route.target`; the task that submitted
-/// the hop is the first target. When a data task becomes a download the
-/// route is pointed at the new ``DownloadTask`` before the engine is told to
-/// continue, so response, progress and finish reach the task that owns the
-/// transfer now, with no side table to consult (as AFNetworking moves its
-/// task delegate in `didBecomeDownloadTask`).
+/// The task that submitted the hop is the first owner. When a data task
+/// becomes a download the route is handed over to the new ``DownloadTask``
+/// before the engine is told to continue, so response, progress and finish
+/// reach the task that owns the transfer, with no side table to consult (as
+/// AFNetworking moves its task delegate in `didBecomeDownloadTask`).
 ///
-/// Held by the engine's event box (so for as long as the transfer can call
-/// back) and weakly by the task: no cycle outlives the transfer.
-final class EngineRoute: Sendable {
+/// Held by the engine (for as long as the transfer can call back) and
+/// weakly by the task: no cycle outlives the transfer.
+final class EngineRoute: EngineTarget, @unchecked Sendable {
+    // @unchecked Sendable: its one stored property is behind a lock.
     private let current: Protected<TransferTask>
 
-    init(_ target: TransferTask) {
-        current = Protected(target)
+    init(_ owner: TransferTask) {
+        current = Protected(owner)
     }
 
     /// The task the next event goes to.
-    var target: TransferTask { current.withLock { $0 } }
+    var owner: TransferTask { current.withLock { $0 } }
 
     /// Sends every later event of this transfer to `successor`.
-    func redirect(to successor: TransferTask) {
+    func handOver(to successor: TransferTask) {
         current.withLock { $0 = successor }
+    }
+
+    override func engineDidReceiveResponse(_ head: EngineResponseHead) {
+        owner.engineDidReceiveResponse(head.parsed)
+    }
+
+    override func engineDidProgress(_ progress: ProgressSnapshot) {
+        owner.engineDidProgress(progress)
+    }
+
+    override func engineDidReceiveData(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        owner.engineDidReceiveData(Data(chunk))
+    }
+
+    override func engineDidFinish(_ result: EngineResult) {
+        owner.engineDidFinish(result.outcome)
+    }
+
+    override func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        owner.engineRead(into: buffer)
+    }
+
+    override func engineRewind() -> Bool {
+        owner.engineRewind()
+    }
+
+    override func engineDidTrace(_ kind: TraceLineKind, line: UnsafeRawBufferPointer) {
+        let task = owner
+        task.session.observation.trace(task, kind: kind, line: String(decoding: line, as: UTF8.self))
+    }
+
+    override func engineWillFollowRedirect(status: Int, from: UnsafePointer<CChar>, to location: UnsafePointer<CChar>) {
+        let task = owner
+        let observation = task.session.observation
+        guard observation.isActive else { return }
+        observation.task(task, willFollowRedirectFrom: String(cString: from), to: String(cString: location),
+                         statusCode: status)
     }
 }
 

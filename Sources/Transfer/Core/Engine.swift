@@ -2,33 +2,6 @@ import CTransfer
 import Foundation
 import Synchronization
 
-/// What one submitted transfer tells its owner. Every closure runs on the
-/// engine's loop thread and must only copy and hop (see DESIGN.md, Threads).
-struct TransferEvents: Sendable {
-    var onResponse: (@Sendable (ResponseHead) -> Void)?
-    var onProgress: (@Sendable (ProgressSnapshot) -> Void)?
-    /// A body chunk (`CT_SINK_STREAM` only). Returns true when the owner's buffer is full: the
-    /// engine then holds the transfer until ``Engine/consumerReady(_:)``.
-    var onData: (@Sendable (Data) -> Bool)?
-    var onFinish: @Sendable (Outcome) -> Void
-    /// Pull source for streamed bodies: fill the buffer, return the count, 0 at end, -1 on error,
-    /// or ``readPaused`` when nothing is buffered (then call ``Engine/bodyReady(_:)`` later).
-    /// Must not block.
-    var onRead: (@Sendable (UnsafeMutableRawBufferPointer) -> Int)?
-    /// Start the streamed body again (after a redirect or an auth retry); false if impossible.
-    /// Must not block: answer at once and refill the buffer elsewhere.
-    var onRewind: (@Sendable () -> Bool)?
-    /// One redacted line of libcurl's trace (kind, line); only with ``TransferFlags/trace``.
-    var onDebug: (@Sendable (TraceLineKind, String) -> Void)?
-    /// The engine follows a redirect: status, from, Location as sent.
-    var onRedirect: (@Sendable (Int, String, String) -> Void)?
-}
-
-extension TransferEvents {
-    /// What `onRead` answers when nothing is buffered yet (`CT_READ_PAUSE`).
-    static var readPaused: Int { Int(CT_READ_PAUSE) }
-}
-
 /// What a line of libcurl's trace is (`ct_debug_kind`).
 enum TraceLineKind: Sendable {
     /// A response header line.
@@ -155,11 +128,6 @@ final class Engine: Sendable {
         // Finishes every transfer (as cancelled): before returning, or, when
         // the last reference is dropped on the loop thread, right after.
         ct_loop_destroy(loop)
-    }
-
-    /// Submits a transfer. On success `events.onFinish` runs exactly once.
-    func submit(_ spec: inout TransferSpec, events: TransferEvents) -> Result<UInt64, TransferError> {
-        submit(&spec, target: EventBox(events))
     }
 
     /// Submits a transfer whose engine events go to `target`. On success
@@ -294,69 +262,38 @@ final class Engine: Sendable {
 }
 
 /// The per-transfer context handed to C: whatever receives one transfer's
-/// engine events. Retained once at submit and released by the finish
-/// trampoline (exactly one finish per transfer). Every method runs on the
-/// loop thread and must only copy and hand over.
+/// engine events, and the only type a C context is ever cast to. Retained
+/// once at submit and released by the finish trampoline (exactly one finish
+/// per transfer). Every method runs on the loop thread and must only copy
+/// and hand over. Subclasses: a task's hop (``EngineRoute``), a fast-path
+/// request (``FastRequest``), a segmented download's probe and segments.
 class EngineTarget {
+    /// The response head (once per hop; again after a followed redirect).
     func engineDidReceiveResponse(_ head: EngineResponseHead) {}
-    func engineDidProgress(_ progress: UnsafePointer<ct_progress>) {}
+    /// Throttled byte counts (not for transfers submitted without progress).
+    func engineDidProgress(_ progress: ProgressSnapshot) {}
+    /// A body chunk of a streaming sink, valid during the call only.
     /// True: hold the transfer until ``Engine/consumerReady(_:)``.
-    func engineDidReceiveData(_ bytes: UnsafeRawPointer, count: Int) -> Bool { false }
+    func engineDidReceiveData(_ chunk: UnsafeRawBufferPointer) -> Bool { false }
     /// Last of all; `result` is valid during the call only (its body is ours).
     func engineDidFinish(_ result: EngineResult) {}
-    func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int64 { -1 }
-    func engineRewind() -> Int32 { -1 }
+    /// Pull source of a streamed body: fills `buffer`, returns the count, 0
+    /// at the end, -1 on error, or ``readPaused`` when nothing is buffered
+    /// (then ``Engine/bodyReady(_:)`` later). Must not block.
+    func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int { -1 }
+    /// Starts a streamed body again (a redirect or authentication retry);
+    /// false if impossible. Must not block.
+    func engineRewind() -> Bool { false }
     /// One line of libcurl's redacted verbose trace (only for transfers
     /// submitted with tracing on). `line` is valid during the call only.
-    func engineDidTrace(_ kind: Int32, line: UnsafeRawBufferPointer) {}
+    func engineDidTrace(_ kind: TraceLineKind, line: UnsafeRawBufferPointer) {}
     /// libcurl is about to follow a redirect (every followed hop, traced or
-    /// not). The strings are valid during the call only.
+    /// not): the hop's status, the URL it came from, its Location as sent.
+    /// The strings are valid during the call only.
     func engineWillFollowRedirect(status: Int, from: UnsafePointer<CChar>, to location: UnsafePointer<CChar>) {}
-}
 
-/// The target of a task's transfer: forwards to the task's event closures.
-private final class EventBox: EngineTarget {
-    let events: TransferEvents
-    init(_ events: TransferEvents) { self.events = events }
-
-    override func engineDidReceiveResponse(_ head: EngineResponseHead) {
-        events.onResponse?(ResponseHead(head.pointer.pointee))
-    }
-
-    override func engineDidProgress(_ progress: UnsafePointer<ct_progress>) {
-        guard let handler = events.onProgress else { return }
-        let p = progress.pointee
-        handler(ProgressSnapshot(sent: p.bytes_sent, expectedToSend: p.bytes_expected_to_send,
-                                 received: p.bytes_received, expectedToReceive: p.bytes_expected_to_receive,
-                                 elapsed: p.elapsed))
-    }
-
-    override func engineDidReceiveData(_ bytes: UnsafeRawPointer, count: Int) -> Bool {
-        events.onData?(Data(bytes: bytes, count: count)) ?? false
-    }
-
-    override func engineDidFinish(_ result: EngineResult) {
-        events.onFinish(Outcome(result.pointer.pointee))
-    }
-
-    override func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int64 {
-        guard let read = events.onRead else { return -1 }
-        return Int64(read(buffer))
-    }
-
-    override func engineRewind() -> Int32 {
-        events.onRewind?() == true ? 0 : -1
-    }
-
-    override func engineDidTrace(_ kind: Int32, line: UnsafeRawBufferPointer) {
-        guard let handler = events.onDebug else { return }
-        handler(TraceLineKind(kind), String(decoding: line, as: UTF8.self))
-    }
-
-    override func engineWillFollowRedirect(status: Int, from: UnsafePointer<CChar>, to location: UnsafePointer<CChar>) {
-        guard let handler = events.onRedirect else { return }
-        handler(status, String(cString: from), String(cString: location))
-    }
+    /// What ``engineRead(into:)`` answers when nothing is buffered yet (`CT_READ_PAUSE`).
+    static var readPaused: Int { Int(CT_READ_PAUSE) }
 }
 
 extension Engine {
@@ -371,12 +308,16 @@ extension Engine {
         }
         cb.on_progress = { ctx, progress in
             guard let ctx else { return }
-            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineDidProgress(progress)
+            let p = progress.pointee
+            Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineDidProgress(
+                ProgressSnapshot(sent: p.bytes_sent, expectedToSend: p.bytes_expected_to_send,
+                                 received: p.bytes_received, expectedToReceive: p.bytes_expected_to_receive,
+                                 elapsed: p.elapsed))
         }
         cb.on_data = { ctx, bytes, length in
             guard let ctx else { return CT_DATA_CONTINUE }
             let full = Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue()
-                .engineDidReceiveData(bytes, count: length)
+                .engineDidReceiveData(UnsafeRawBufferPointer(start: bytes, count: length))
             return full ? CT_DATA_PAUSE : CT_DATA_CONTINUE
         }
         cb.on_finish = { ctx, result in
@@ -386,8 +327,8 @@ extension Engine {
         }
         cb.on_read = { ctx, buffer, capacity in
             guard let ctx else { return -1 }
-            return Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue()
-                .engineRead(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
+            return Int64(Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue()
+                .engineRead(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity)))
         }
         cb.on_batch_end = { ctx in
             guard let ctx else { return }
@@ -400,12 +341,12 @@ extension Engine {
         }
         cb.on_rewind = { ctx in
             guard let ctx else { return -1 }
-            return Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineRewind()
+            return Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue().engineRewind() ? 0 : -1
         }
         cb.on_debug = { ctx, kind, line, length in
             guard let ctx else { return }
             Unmanaged<EngineTarget>.fromOpaque(ctx).takeUnretainedValue()
-                .engineDidTrace(kind, line: UnsafeRawBufferPointer(start: line, count: length))
+                .engineDidTrace(TraceLineKind(kind), line: UnsafeRawBufferPointer(start: line, count: length))
         }
         cb.on_redirect = { ctx, status, from, location in
             guard let ctx else { return }

@@ -694,8 +694,9 @@ public final class SessionManager: Sendable {
             data.callCompletion(error: error, hasWaiter: waiter != nil)
             if let body = data.resultData { userInfo[TransferNotificationKey.responseData] = body }
             // The response serializer (AF's) runs off this queue; it queues
-            // the serialized handler and posts the notification.
-            data.deliverSerialized(error: error, userInfo: userInfo)
+            // the serialized handler, posts the notification, then wakes the waiter.
+            data.deliverSerialized(error: error, userInfo: userInfo, waiter: waiter)
+            return
         } else {
             userInfo[TransferNotificationKey.responseSerializer] = responseSerializer
             if let download = task as? DownloadTask {

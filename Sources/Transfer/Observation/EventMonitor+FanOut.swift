@@ -213,21 +213,12 @@ final class SessionObservation: Sendable {
 
     // MARK: - Engine events (loop thread)
 
-    /// `events` with the trace and redirect reports this session wants;
-    /// unchanged (no closure made) when nobody listens.
-    func events(_ events: TransferEvents, for task: TransferTask) -> TransferEvents {
-        guard isActive || tracesCurl else { return events }
-        var events = events
-        if tracesCurl {
-            events.onDebug = { kind, line in self.trace(task, kind: kind, line: line) }
-        }
-        events.onRedirect = { status, from, location in
-            guard let fromURL = URL(string: from),
-                let toURL = URL(string: location, relativeTo: fromURL)?.absoluteURL
-            else { return }
-            self.task(task, willRedirectFrom: fromURL, to: toURL, statusCode: status, onEngineThread: true)
-        }
-        return events
+    /// A redirect the engine follows by itself (loop thread; only while a
+    /// monitor is active): `location` as sent, resolved against `from`.
+    func task(_ task: TransferTask, willFollowRedirectFrom from: String, to location: String, statusCode: Int) {
+        guard let fromURL = URL(string: from), let toURL = URL(string: location, relativeTo: fromURL)?.absoluteURL
+        else { return }
+        self.task(task, willRedirectFrom: fromURL, to: toURL, statusCode: statusCode, onEngineThread: true)
     }
 
     /// One redacted line of libcurl's trace: posted to the delegate queue

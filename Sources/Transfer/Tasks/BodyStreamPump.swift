@@ -6,7 +6,7 @@ import Foundation
 /// transfers of the session.
 ///
 /// - ``read(into:)`` runs on the engine thread: it takes what is buffered, or
-///   answers ``TransferEvents/readPaused`` when nothing is, and the reader thread calls
+///   answers ``EngineTarget/readPaused`` when nothing is, and the reader thread calls
 ///   `notify` (which queues ``Engine/bodyReady(_:)``) once bytes, the end or an
 ///   error arrive.
 /// - ``rewind()`` runs on the engine thread too (a redirect or an auth retry
@@ -67,7 +67,7 @@ final class BodyStreamPump: @unchecked Sendable {
     var failureReason: String? { condition.withLock { failure } }
 
     /// Engine thread: copies buffered bytes into `target`. Returns the count,
-    /// 0 at the end of the stream, -1 after an error, or ``TransferEvents/readPaused``.
+    /// 0 at the end of the stream, -1 after an error, or ``EngineTarget/readPaused``.
     func read(into target: UnsafeMutableRawBufferPointer) -> Int {
         condition.lock()
         defer { condition.unlock() }
@@ -90,7 +90,7 @@ final class BodyStreamPump: @unchecked Sendable {
         if failure != nil { return -1 }
         if ended { return 0 }
         waiting = true
-        return TransferEvents.readPaused
+        return EngineTarget.readPaused
     }
 
     /// Engine thread: forgets the current stream and starts over with a fresh

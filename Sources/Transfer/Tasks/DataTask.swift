@@ -91,43 +91,37 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     override func needsResponseEvent() -> Bool { wantsDisposition() }
 
-    override func makeEvents() -> TransferEvents {
-        var events = super.makeEvents()
-        if let buffer = bodyBuffer {
-            // Loop thread: the head (recorded by engineDidReceiveResponse first)
-            // and each chunk go straight to the stream's buffer; a full buffer
-            // holds the transfer in the engine.
-            let onResponse = events.onResponse
-            events.onResponse = { [self] head in
-                onResponse?(head)
-                if let response { buffer.didReceive(response) }
-            }
-            events.onData = { data in buffer.append(data) }
-        } else if streaming {
-            let accumulates = accumulates
-            events.onData = { [self] data in
-                if accumulates {
-                    // Append in place: rebuilding the body per chunk copied it all each time.
-                    chunks.withLock { body in
-                        if body == nil { body = Data() }
-                        body!.append(data)
-                    }
-                }
-                // Held here (loop thread) when too much waits for the hook; the
-                // delivery that drains it lets the engine go on. The engine sets
-                // its reason before this callback's caller returns, and the
-                // wake-up is a command it runs after that: never lost.
-                let hold = hookBacklog.withLock { $0.add(data.count) }
-                session.mailbox.post { [self] in
-                    let (hooks, delegate) = session.observers
-                    hooks.dataTaskDidReceiveData?(session, self, data)
-                    if delegate?.wantsDataChunks == true { delegate?.session(session, dataTask: self, didReceive: data) }
-                    if hookBacklog.withLock({ $0.remove(data.count) }) { consumerDidDrain() }
-                }
-                return hold
+    override func engineDidReceiveResponse(_ head: ResponseHead) {
+        super.engineDidReceiveResponse(head)
+        // Loop thread: the head (recorded by super first) goes straight to
+        // the stream's buffer.
+        if let buffer = bodyBuffer, let response { buffer.didReceive(response) }
+    }
+
+    override func engineDidReceiveData(_ data: Data) -> Bool {
+        // A stream's chunks go straight to its buffer; a full buffer holds
+        // the transfer in the engine.
+        if let buffer = bodyBuffer { return buffer.append(data) }
+        guard streaming else { return false }
+        if accumulates {
+            // Append in place: rebuilding the body per chunk copied it all each time.
+            chunks.withLock { body in
+                if body == nil { body = Data() }
+                body!.append(data)
             }
         }
-        return events
+        // Held here (loop thread) when too much waits for the hook; the
+        // delivery that drains it lets the engine go on. The engine sets
+        // its reason before this callback's caller returns, and the
+        // wake-up is a command it runs after that: never lost.
+        let hold = hookBacklog.withLock { $0.add(data.count) }
+        session.mailbox.post { [self] in
+            let (hooks, delegate) = session.observers
+            hooks.dataTaskDidReceiveData?(session, self, data)
+            if delegate?.wantsDataChunks == true { delegate?.session(session, dataTask: self, didReceive: data) }
+            if hookBacklog.withLock({ $0.remove(data.count) }) { consumerDidDrain() }
+        }
+        return hold
     }
 
     override func didReceiveResponse(_ response: HTTPResponse) {
@@ -196,7 +190,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
         }
         // Every later event of the transfer goes to the download task, before
         // the engine is told to continue.
-        route.redirect(to: download)
+        route.handOver(to: download)
         session.adopt(download, from: self)
         let (hooks, delegate) = session.observers
         hooks.dataTaskDidBecomeDownloadTask?(session, self, download)
@@ -293,8 +287,9 @@ public class DataTask: TransferTask, @unchecked Sendable {
     /// Serializes the result off the delegate queue (a concurrent queue of
     /// the session's: many tasks parse at once), then queues the serialized
     /// handler on the completion queue and posts the completion notification
-    /// with `userInfo` completed by what the serializer made. Once.
-    func deliverSerialized(error: TransferError?, userInfo: [String: Any]) {
+    /// with `userInfo` completed by what the serializer made; the async
+    /// waiter, if any, is woken last (it has heard everything then). Once.
+    func deliverSerialized(error: TransferError?, userInfo: [String: Any], waiter: (any TaskWaiter)?) {
         let (makeSerializer, handler) = ending.withLock { ending in
             defer {
                 ending.serializer = nil
@@ -322,6 +317,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
             if let handler { session.runCompletion { handler(self, result) } }
             // As AF: posted after the completion handlers were queued.
             session.postNotification(.transferTaskDidComplete, task: self, userInfo: userInfo, fromAnyQueue: true)
+            waiter?.taskDidComplete(self, error: error)
         }
     }
 
@@ -422,13 +418,13 @@ public final class UploadTask: DataTask, @unchecked Sendable {
         return false
     }
 
-    override func makeEvents() -> TransferEvents {
-        var events = super.makeEvents()
-        guard case .stream = body, let pump = source.pump else { return events }
-        // Both run on the engine thread and never block (see BodyStreamPump).
-        events.onRead = { buffer in pump.read(into: buffer) }
-        events.onRewind = { pump.rewind() }
-        return events
+    // Both run on the engine thread and never block (see BodyStreamPump).
+    override func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        source.pump?.read(into: buffer) ?? -1
+    }
+
+    override func engineRewind() -> Bool {
+        source.pump?.rewind() ?? false
     }
 
     override func didSubmit(engineID: UInt64) {

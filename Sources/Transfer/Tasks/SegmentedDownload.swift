@@ -274,16 +274,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             fail(error)
             return
         }
-        let captured = Protected<ResponseHead?>(nil)
-        let events = TransferEvents(
-            onResponse: { head in captured.withLock { $0 = head } },
-            onProgress: nil, onData: nil,
-            onFinish: { [self] outcome in
-                let head = captured.withLock { $0 }
-                session.delegateQueue.async { self.didProbe(head, outcome) }
-            },
-            onRead: nil, onRewind: nil)
-        switch session.engine.submit(&spec, events: events) {
+        switch session.engine.submit(&spec, target: ProbeTarget(self)) {
         case .failure(let error): fail(error)
         case .success(let id):
             let cancelNow = parts.withLock { core -> Bool in
@@ -451,15 +442,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             spec.maxReceiveSpeed = max(1, options.speedLimit / Int64(used))
         }
         spec.count(into: segment.counters)
-        let events = TransferEvents(
-            onResponse: nil,
-            onProgress: { [self] _ in scheduleProgress() },
-            onData: nil,
-            onFinish: { [self] outcome in
-                session.delegateQueue.async { self.segmentDidFinish(segment, error: outcome.error(url: self.request.url)) }
-            },
-            onRead: nil, onRewind: nil)
-        switch session.engine.submit(&spec, events: events) {
+        switch session.engine.submit(&spec, target: SegmentTarget(self, segment)) {
         case .failure(let error):
             segmentDidFinish(segment, error: error)
         case .success(let id):
@@ -708,5 +691,50 @@ extension SessionManager {
     {
         register(SegmentedDownload(session: self, request: request, destination: destination, segments: segments,
                                    options: options, progress: progress, completionHandler: completionHandler))
+    }
+}
+
+// MARK: - Engine targets (loop thread)
+
+extension SegmentedDownload {
+    /// The HEAD probe's transfer: keeps the head, hands both to `didProbe`.
+    fileprivate final class ProbeTarget: EngineTarget, @unchecked Sendable {
+        // @unchecked Sendable: `head` is written and read on the loop thread only.
+        private let download: SegmentedDownload
+        private var head: ResponseHead?
+
+        init(_ download: SegmentedDownload) { self.download = download }
+
+        override func engineDidReceiveResponse(_ head: EngineResponseHead) {
+            self.head = head.parsed
+        }
+
+        override func engineDidFinish(_ result: EngineResult) {
+            let (download, head, outcome) = (download, head, result.outcome)
+            download.session.delegateQueue.async { download.didProbe(head, outcome) }
+        }
+    }
+
+    /// One segment's transfer: progress schedules the combined report; the
+    /// finish goes to `segmentDidFinish`.
+    fileprivate final class SegmentTarget: EngineTarget, @unchecked Sendable {
+        // @unchecked Sendable: immutable.
+        private let download: SegmentedDownload
+        private let segment: Segment
+
+        init(_ download: SegmentedDownload, _ segment: Segment) {
+            self.download = download
+            self.segment = segment
+        }
+
+        override func engineDidProgress(_ progress: ProgressSnapshot) {
+            download.scheduleProgress()
+        }
+
+        override func engineDidFinish(_ result: EngineResult) {
+            let (download, segment) = (download, segment)
+            let error = result.outcome.error(url: download.request.url)
+            download.session.delegateQueue.async { download.segmentDidFinish(segment, error: error) }
+        }
     }
 }

@@ -250,7 +250,11 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             submitFailed(error)
             return
         }
-        let submitted = session.engine.submit(&spec, events: session.observation.events(makeEvents(), for: self))
+        // Every engine event of the hop goes through its route, to whichever
+        // task owns the transfer (this one, or its download successor).
+        let route = EngineRoute(self)
+        core.withLock { $0.route = route }
+        let submitted = session.engine.submit(&spec, target: route)
         switch submitted {
         case .failure(let error):
             var error = error
@@ -303,22 +307,17 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         }
     }
 
-    /// The events of one hop, routed to whichever task owns the transfer
-    /// (this one, or its download successor after become-download).
-    func makeEvents() -> TransferEvents {
-        let route = EngineRoute(self)
-        core.withLock { $0.route = route }
-        return TransferEvents(
-            onResponse: { head in route.target.engineDidReceiveResponse(head) },
-            onProgress: { snapshot in route.target.engineDidProgress(snapshot) },
-            onData: nil,
-            onFinish: { outcome in route.target.engineDidFinish(outcome) },
-            onRead: nil,
-            onRewind: nil
-        )
-    }
+    // MARK: - Engine events (loop thread: record, then hop; see EngineRoute)
 
-    // MARK: - Engine events (loop thread: record, then hop)
+    /// A body chunk of a streaming sink. True: hold the transfer until the
+    /// consumer drains (``consumerDidDrain()``).
+    func engineDidReceiveData(_ chunk: Data) -> Bool { false }
+
+    /// The pull source of a streamed request body (``EngineTarget/engineRead(into:)``).
+    func engineRead(into buffer: UnsafeMutableRawBufferPointer) -> Int { -1 }
+
+    /// Starts a streamed request body again; false if impossible.
+    func engineRewind() -> Bool { false }
 
     func engineDidReceiveResponse(_ head: ResponseHead) {
         // No redirect (the common case): reuse the request's URL instead of parsing.
