@@ -133,6 +133,11 @@ public final class ResponseCache: Sendable, Hashable {
 
     /// Stores `cached` for `request` (a GET), replacing what was there; an
     /// entry larger than a store's capacity is left out of that store.
+    ///
+    /// A session serves an entry only to requests sent with the same cookies
+    /// and, for https, under the same trust as the one that fetched it: an
+    /// entry stored here for an https URL is not served to sessions, and one
+    /// for an http URL only to requests that send no cookies.
     public func storeCachedResponse(_ cached: CachedResponse, for request: Request) {
         guard let key = Self.key(for: request) else { return }
         store(cached, forKey: key)
@@ -171,12 +176,15 @@ public final class ResponseCache: Sendable, Hashable {
 
     // MARK: - Entries by key
 
-    /// The key of a GET request: its URL without the fragment; nil for other methods.
+    /// The key of a GET request: its URL without the fragment and without
+    /// its user name and password (a key is written into the entry's file);
+    /// nil for other methods, and for a URL whose userinfo cannot be cut off.
     static func key(for request: Request) -> String? {
         guard request.method == .get else { return nil }
         var text = request.url.absoluteString
         if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
-        return "GET " + text
+        guard let clean = RequestIdentity.removingUserinfo(text) else { return nil }
+        return "GET " + clean
     }
 
     func entry(forKey key: String, headers: HTTPHeaders) -> CachedResponse? {
