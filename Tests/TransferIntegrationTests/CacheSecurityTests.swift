@@ -8,8 +8,8 @@ import Testing
     import Glibc
 #endif
 
-/// Issue 25 items 2 and 3: the response cache served one user's response
-/// to another, and ignored the security policy. Each test
+/// Issue 25 items 2, 3 and 5: the response cache served one user's response
+/// to another, ignored the security policy, and trusted any folder. Each test
 /// performs the attack over loopback; TestServer's `/whoami` answers
 /// "for <Authorization or Cookie>", so a body names the user it was made for.
 @Suite("HTTP cache: credentials, cookies, trust and the disk folder", .serialized)
@@ -193,5 +193,78 @@ struct CacheSecurityTests {
 
         await #expect(throws: TransferError.self) { _ = try await session.data(for: Request(url: target)) }
         #expect(server.requests.filter { $0.path == "/cache/pinned" }.count == 1)
+    }
+
+    // MARK: - Item 5: the disk folder
+
+    /// Writes an entry for `url` into `folder` as an attacker would: a 200
+    /// with `body`, fresh for ten minutes. Returns the file's path.
+    @discardableResult
+    private func plant(_ url: URL, body: String, in folder: URL) throws -> String {
+        let key = try #require(ResponseCache.key(for: Request(url: url)))
+        let response = HTTPResponse(url: url, statusCode: 200, headers: ["Cache-Control": "max-age=600"])
+        let bytes = CacheEntryCodec.encode(key: key, CachedResponse(response: response, data: Data(body.utf8)))
+        let path = folder.appendingPathComponent(ResponseCache.fileName(forKey: key)).path
+        try bytes.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("an existing cache folder others can write to, or a symlink, is refused with fileError: a response planted there is never served",
+          arguments: ["world-writable", "symlink"])
+    func untrustedFolderIsRefused(kind: String) async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let real = root.file("real")
+        #expect(mkdir(real.path, 0o700) == 0)
+        let folder: URL
+        if kind == "symlink" {
+            folder = root.file("link")
+            #expect(symlink(real.path, folder.path) == 0)
+        } else {
+            folder = real
+            #expect(chmod(real.path, 0o777) == 0)
+        }
+        let target = server.url("/cache/planted?cc=max-age%3D600")
+        try plant(target, body: "planted by someone else", in: real)
+
+        let cache: ResponseCache
+        do {
+            cache = try ResponseCache(diskCapacity: 1 << 20, directory: folder)
+        } catch {
+            #expect(error.code == .fileError, "\(error)")
+            #expect(error.fileURL == folder)
+            return
+        }
+        // The old behaviour: the folder is used, and the planted entry answers the victim.
+        let session = try session(cache)
+        defer { session.invalidateAndCancel() }
+        let body = try await text(session, target)
+        Issue.record("the \(kind) folder was accepted; the request got \"\(body)\"")
+    }
+
+    @Test("an entry file or a temporary file owned by another user is neither served nor removed",
+          .enabled(if: geteuid() == 0, "needs root to give a file to another user"))
+    func foreignFilesAreLeftAlone() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let folder = root.file("cache")
+        #expect(mkdir(folder.path, 0o700) == 0)
+        let target = server.url("/cache/foreign?cc=max-age%3D600")
+        let entry = try plant(target, body: "planted by uid 65534", in: folder)
+        let temporary = folder.appendingPathComponent(".tmp-foreign").path
+        try Data("not ours".utf8).write(to: URL(fileURLWithPath: temporary))
+        #expect(chown(entry, 65534, 65534) == 0 && chown(temporary, 65534, 65534) == 0)
+
+        let cache = try ResponseCache(diskCapacity: 1 << 20, directory: folder)
+        let session = try session(cache)
+        defer { session.invalidateAndCancel() }
+
+        #expect(try await text(session, target) == "cached foreign")
+        #expect(server.requests.filter { $0.path == "/cache/foreign" }.count == 1)
+        #expect(FileManager.default.fileExists(atPath: temporary))
     }
 }
