@@ -170,6 +170,33 @@ struct CacheSecurityTests {
         #expect(server.requests.filter { $0.path == "/cache/impostor" }.count == 1)
     }
 
+    @Test("what a server-trust hook accepted from an impostor the policy refused is not served to a strict session sharing the cache",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: TLSFront.socatPath), "socat is not installed"))
+    func hookAcceptedEntriesAreNotServed() async throws {
+        let pki = try CertificateFactory.shared()
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let impostor = try TLSFront(backendPort: UInt16(server.url("/").port!),
+                                    certificateChain: pki.selfSigned.certificateFile.path,
+                                    key: pki.selfSigned.keyFile.path)
+        defer { impostor.stop() }
+        let cache = try ResponseCache()
+        let trusting = try session(cache) { $0.caFile = pki.root.certificateFile.path }
+        defer { trusting.invalidateAndCancel() }
+        let strict = try session(cache) { $0.caFile = pki.root.certificateFile.path }
+        defer { strict.invalidateAndCancel() }
+        trusting.hooks.sessionDidReceiveChallenge = { _, challenge in
+            guard let trust = challenge.serverTrust else { return .performDefaultHandling }
+            return .useCredential(.serverTrust(trust))
+        }
+        let target = try #require(URL(string: "https://127.0.0.1:\(impostor.port)/cache/accepted?cc=max-age%3D600"))
+
+        #expect(try await text(trusting, target) == "cached accepted")
+
+        await #expect(throws: TransferError.self) { _ = try await strict.data(for: Request(url: target)) }
+        #expect(server.requests.filter { $0.path == "/cache/accepted" }.count == 1)
+    }
+
     @Test("an https entry fetched under one policy is not served after setSecurityPolicy changes it",
           .enabled(if: FileManager.default.isExecutableFile(atPath: TLSFront.socatPath), "socat is not installed"))
     func policyChangeIgnoresOlderEntries() async throws {
