@@ -37,7 +37,9 @@ extension ResponseCache {
         if request.cachePolicy == .reloadIgnoringLocalCacheData { return .load }
         // Another user's entry (other cookies), or one fetched under another
         // trust (an older policy, another session's), is not there for this request.
-        let found = scope.flatMap { scope in entry(forKey: key, headers: headers).flatMap { $0.scope == scope ? $0 : nil } }
+        let found = scope.flatMap { scope in
+            entry(forKey: key, headers: headers).flatMap { $0.scope == scope ? $0 : nil }
+        }
         guard let entry = found else {
             if request.cachePolicy == .returnCacheDataDontLoad {
                 return .fail(TransferError(.resourceUnavailable,
