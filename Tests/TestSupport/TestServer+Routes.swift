@@ -67,6 +67,12 @@ import Foundation
 //                                 `lastModified` (lm=1), Expires: V, Vary: H, each when given;
 //                                 304 with the same fields (no body) when If-None-Match has "E" or,
 //                                 with lm=1, If-Modified-Since is `lastModified`.
+//   /whoami?cc=V&gate=G&auth=basic&setcookie=C
+//                                 200 "for <who>": who is the Authorization header, else the
+//                                 Cookie header, else "anonymous"; Cache-Control: V when given,
+//                                 Set-Cookie: C when given. gate=G: the response waits for
+//                                 `openGate(G)` (counted in `heldAtGate`). auth=basic: a
+//                                 request without Authorization gets 401 with a Basic challenge.
 //   anything else                 404.
 // On every route, ?close=1 makes the server close the connection after the response.
 
@@ -227,6 +233,18 @@ extension Connection {
             return try respond(head, status: 200, contentType: "application/json", body: TestServer.jsonBody)
         case "cache":
             return try serveCacheable(head, name: parts.count > 1 ? parts[1] : "")
+        case "whoami":
+            if head.query("auth") == "basic" && head.header("authorization") == nil {
+                return try respond(
+                    head, status: 401, extraHeaders: [("WWW-Authenticate", #"Basic realm="TestServer""#)],
+                    body: "who are you?\n")
+            }
+            if let gate = head.query("gate"), !waitForGate(gate) { throw ConnectionEnd.close }
+            var fields: [(String, String)] = []
+            if let control = head.query("cc") { fields.append(("Cache-Control", sanitize(control))) }
+            if let cookie = head.query("setcookie") { fields.append(("Set-Cookie", sanitize(cookie))) }
+            let who = head.header("authorization") ?? head.header("cookie") ?? "anonymous"
+            return try respond(head, status: 200, extraHeaders: fields, body: "for \(who)")
         case "response-headers":
             let extra = head.query.filter { $0.name != "close" && !$0.name.isEmpty }.map {
                 (sanitize($0.name).replacingOccurrences(of: ":", with: ""), sanitize($0.value))

@@ -6,7 +6,9 @@ import Foundation
 /// u32 length + UTF-8; u16 status; the response time as i64 milliseconds
 /// since 1970; u32 header count, each name and value as u32
 /// length + UTF-8; u32 Vary value count, each the same; u64 body length +
-/// body; u64 FNV-1a of every byte before it.
+/// body; u64 FNV-1a of every byte before it. The entry's scope
+/// (``CachedResponse/scope``) is kept among the Vary values, under the names
+/// `:audience` and `:trust` (no header name starts with a colon).
 ///
 /// The decoder trusts nothing: every length is checked against the bytes
 /// left and against a cap before anything is allocated, the checksum must
@@ -15,6 +17,9 @@ import Foundation
 /// check (truncated, bit-flipped, foreign) decodes to nil: a cache miss.
 enum CacheEntryCodec {
     static let magic: [UInt8] = Array("TRC1".utf8)
+    /// The Vary names that hold the entry's scope.
+    static let audienceName = ":audience"
+    static let trustName = ":trust"
     /// Caps on what one entry may hold (a file is not allowed to make us allocate more).
     static let maxStringLength = 64 * 1024
     static let maxFieldCount = 1024
@@ -38,7 +43,10 @@ enum CacheEntryCodec {
             putString(&out, field.name)
             putString(&out, field.value)
         }
-        let vary = entry.varyValues.sorted { $0.key < $1.key }
+        var values = entry.varyValues
+        if let audience = entry.scope.audience { values[audienceName] = audience }
+        if let trust = entry.scope.trust { values[trustName] = trust }
+        let vary = values.sorted { $0.key < $1.key }
         put(&out, UInt64(vary.count), bytes: 4)
         for (name, value) in vary {
             putString(&out, name)
@@ -91,9 +99,13 @@ enum CacheEntryCodec {
         guard let bodyLength = reader.integer(bytes: 8), let body = reader.bytes(bodyLength), reader.isAtEnd
         else { return nil }
         let response = HTTPResponse(url: url, statusCode: Int(status), headers: headers, httpVersion: version)
-        let entry = CachedResponse(response: response, data: Data(body),
+        var scope = CacheScope()
+        scope.audience = vary.removeValue(forKey: audienceName)
+        scope.trust = vary.removeValue(forKey: trustName)
+        var entry = CachedResponse(response: response, data: Data(body),
                                    responseTime: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
                                    varyValues: vary)
+        entry.scope = scope
         return (key, entry)
     }
 

@@ -13,6 +13,10 @@ public struct CachedResponse: Sendable, Hashable {
     /// The request's values of the headers the response's `Vary` names, by
     /// lower-cased name; a header the request did not send has no entry.
     public var varyValues: [String: String]
+    /// Who the entry is for besides its URL (cookies sent, trust fetched
+    /// under): a session serves it only to a request with the same scope.
+    /// Kept on disk as `Vary` values named `:audience` and `:trust`.
+    var scope = CacheScope()
 
     /// A cached response; `varyValues` as the request that fetched it had them.
     public init(response: HTTPResponse, data: Data, responseTime: Date = Date(), varyValues: [String: String] = [:]) {
@@ -39,7 +43,8 @@ public struct CachedResponse: Sendable, Hashable {
     /// The values of `headers` for the names in `response`'s `Vary`.
     static func varyValues(of headers: HTTPHeaders, for response: HTTPResponse) -> [String: String] {
         var values: [String: String] = [:]
-        for name in varyNames(response.headers) {
+        // A name starting with ":" is no header; it would stand for a scope tag on disk.
+        for name in varyNames(response.headers) where !name.hasPrefix(":") {
             if let value = normalized(headers[name]) { values[name] = value }
         }
         return values
@@ -50,6 +55,7 @@ public struct CachedResponse: Sendable, Hashable {
         var total = data.count + response.url.absoluteString.utf8.count + 64
         for field in response.headers { total += field.name.utf8.count + field.value.utf8.count + 16 }
         for (name, value) in varyValues { total += name.utf8.count + value.utf8.count + 16 }
+        total += (scope.audience?.utf8.count ?? 0) + (scope.trust?.utf8.count ?? 0)
         return total
     }
 }

@@ -8,8 +8,9 @@ extension DataTask {
     /// (nothing reaches the engine), failed (`.returnCacheDataDontLoad` with
     /// nothing usable), sent in its conditional form, or sent as it is.
     func submitConsultingCache(_ cache: ResponseCache, request: Request, send: (Request) -> Void) {
-        let headers = session.configuration.httpAdditionalHeaders.merging(request.headers)
-        switch cache.plan(for: request, headers: headers) {
+        let headers = session.headersAsSent(request)
+        let scope = session.cacheScope(for: request.url, request: request, headers: headers)
+        switch cache.plan(for: request, headers: headers, scope: scope) {
         case .bypass, .load:
             core.withLock { $0.cacheRevalidating = nil }
             send(request)
@@ -67,7 +68,9 @@ extension DataTask {
             let key = responseKey, key == ResponseCache.key(for: Request(url: entry.response.url))
         {
             let refreshed = ResponseCache.refreshed(entry, with: response)
-            cache.store(refreshed, forKey: key)
+            var kept = refreshed
+            if let clean = Self.storable(refreshed.response) { kept.response = clean }
+            cache.store(kept, forKey: key)
             core.withLock { $0.response = refreshed.response }
             outcome.metrics.resourceFetchType = .revalidated
             return refreshed.data
@@ -76,10 +79,19 @@ extension DataTask {
             cache.removeCachedResponse(for: request)
             return body
         }
-        let headers = session.configuration.httpAdditionalHeaders.merging(request.headers)
+        let headers = session.headersAsSent(request)
+        // Any credential this task sent that the request does not show: a
+        // 401 hook's answer (kept for the origin), the one in flight, the
+        // original request's own or its URL's (a redirect hop drops them).
+        let sentCredential = core.withLock { $0.credential != nil || $0.credentialInFlight != nil }
+            || originalRequest.credential != nil || RequestIdentity.hasUserinfo(originalRequest.url)
         // A body that was not accumulated (discarded) is not a response to keep.
+        // The scope is taken now, for the response's URL: the cookies the
+        // next request there sends, the trust it is checked under.
         guard !discardsBody, let key = responseKey, request.method == .get,
-            ResponseCache.isStorable(response, request: request, headers: headers)
+            ResponseCache.isStorable(response, request: request, headers: headers, sentCredential: sentCredential),
+            let scope = session.cacheScope(for: response.url, request: request, headers: headers),
+            let kept = Self.storable(response)
         else { return body }
         let received = body ?? Data()
         var stored: Data? = received
@@ -88,8 +100,28 @@ extension DataTask {
         }
         if let stored {
             let varyValues = CachedResponse.varyValues(of: headers, for: response)
-            cache.store(CachedResponse(response: response, data: stored, varyValues: varyValues), forKey: key)
+            var entry = CachedResponse(response: kept, data: stored, varyValues: varyValues)
+            entry.scope = scope
+            cache.store(entry, forKey: key)
         }
         return body
+    }
+
+    /// `response` as an entry keeps it: no `Set-Cookie` (a cookie is the
+    /// store's to keep, never the cache's to replay or write to disk), and
+    /// no user name or password in its URL. Nil when the URL cannot be cleaned.
+    static func storable(_ response: HTTPResponse) -> HTTPResponse? {
+        var headers = response.headers
+        headers.remove(name: "Set-Cookie")
+        headers.remove(name: "Set-Cookie2")
+        var url = response.url
+        if RequestIdentity.hasUserinfo(url) {
+            guard let clean = RequestIdentity.removingUserinfo(url.absoluteString).flatMap(URL.init(string:)) else {
+                return nil
+            }
+            url = clean
+        }
+        return HTTPResponse(url: url, statusCode: response.statusCode, headers: headers,
+                            httpVersion: response.httpVersion)
     }
 }

@@ -24,15 +24,22 @@ extension ResponseCache {
     /// Statuses stored (RFC 9110 §15.1's heuristically cacheable ones that a data task completes with).
     static let storableStatuses: Set<Int> = [200, 203, 300, 301, 404, 410]
 
-    /// The plan for `request`, whose headers as sent (the session's included) are `headers`.
-    func plan(for request: Request, headers: HTTPHeaders, now: Date = Date()) -> CachePlan {
+    /// The plan for `request`, whose headers as sent (the session's included)
+    /// are `headers`, for a session whose scope for it is `scope` (see
+    /// ``CacheScope``): only an entry of the same scope is used; a nil scope
+    /// (an https URL under a weakened trust) uses none.
+    func plan(for request: Request, headers: HTTPHeaders, scope: CacheScope?, now: Date = Date()) -> CachePlan {
         guard let key = Self.key(for: request), request.body == nil,
             !Self.callerConditionals.contains(where: { headers[$0] != nil })
         else { return .bypass }
         let requestControl = CacheControl(headers)
         if requestControl.noStore { return .bypass }
         if request.cachePolicy == .reloadIgnoringLocalCacheData { return .load }
-        let found = entry(forKey: key, headers: headers)
+        // Another user's entry (other cookies), or one fetched under another
+        // trust (an older policy, another session's), is not there for this request.
+        let found = scope.flatMap { scope in
+            entry(forKey: key, headers: headers).flatMap { $0.scope == scope ? $0 : nil }
+        }
         guard let entry = found else {
             if request.cachePolicy == .returnCacheDataDontLoad {
                 return .fail(TransferError(.resourceUnavailable,
@@ -66,13 +73,21 @@ extension ResponseCache {
         return .revalidate(entry, conditional)
     }
 
-    /// Whether `response` to `request` (sent with `headers`) may be stored.
-    static func isStorable(_ response: HTTPResponse, request: Request, headers: HTTPHeaders) -> Bool {
+    /// Whether `response` to `request` (sent with `headers`) may be stored;
+    /// `sentCredential`: a hop of the task sent a credential the request does
+    /// not show (a 401 hook's answer).
+    static func isStorable(_ response: HTTPResponse, request: Request, headers: HTTPHeaders,
+                           sentCredential: Bool = false) -> Bool
+    {
         guard request.method == .get, storableStatuses.contains(response.statusCode) else { return false }
         let control = CacheControl(response.headers)
         if control.noStore || CacheControl(headers).noStore { return false }
-        // An authenticated response is for its user only, unless the server says otherwise.
-        if (headers["Authorization"] != nil || request.credential != nil) && !control.isPublic { return false }
+        // An authenticated response is for its user only, unless the server
+        // says otherwise: whatever carried the credential (header, request
+        // credential, URL userinfo, a 401 hook's answer).
+        let authenticated = sentCredential || RequestIdentity.carriesCredential(request, headers: headers)
+            || RequestIdentity.hasUserinfo(response.url)
+        if authenticated && !control.isPublic { return false }
         if CachedResponse.varyNames(response.headers).contains("*") { return false }
         return true
     }

@@ -17,6 +17,11 @@ import Glibc
 /// a temporary file and renamed into place; a file that is truncated,
 /// corrupt or foreign is a miss (it is removed), never a crash. Entries on
 /// disk survive the process: a new cache on the same folder finds them.
+///
+/// The folder gets the rules of the download temporary folder: a real
+/// directory (not a symlink) owned by the user, with no group or other
+/// permission bits; any other folder is refused. An entry file that is not
+/// a regular file owned by the user is never read, and never removed.
 public final class ResponseCache: Sendable, Hashable {
     /// The most bytes the memory store holds (bodies plus heads, roughly).
     public let memoryCapacity: Int
@@ -64,7 +69,9 @@ public final class ResponseCache: Sendable, Hashable {
     /// - Throws: ``TransferError/Code/invalidRequest`` for a negative
     ///   capacity, a disk capacity without a directory or a directory that
     ///   is not a file URL; ``TransferError/Code/fileError`` when the folder
-    ///   cannot be made or read.
+    ///   cannot be made or read, or is not one only the user can use: a
+    ///   symlink, not a directory, owned by another user, or open to the
+    ///   group or others (anyone who can write there could plant responses).
     public init(memoryCapacity: Int = 4 * 1024 * 1024, diskCapacity: Int = 0, directory: URL? = nil)
         throws(TransferError)
     {
@@ -88,8 +95,28 @@ public final class ResponseCache: Sendable, Hashable {
         let manager = FileManager.default
         let names: [String]
         do {
-            try manager.createDirectory(at: folder, withIntermediateDirectories: true,
-                                        attributes: [.posixPermissions: 0o700])
+            // The parents as the user's umask makes them; the folder itself 0700.
+            let parent = folder.deletingLastPathComponent()
+            try manager.createDirectory(at: parent, withIntermediateDirectories: true)
+        } catch {
+            var failure = TransferError(.fileError, "cannot use the cache directory \(folder.path): \(error)",
+                                        underlying: error as NSError)
+            failure.fileURL = folder
+            throw failure
+        }
+        do throws(TransferError) {
+            // The temporary folder's rules: made 0700 when missing, then
+            // checked without following a symlink (ours, a directory, no
+            // group or other bits). A folder others can write to would let
+            // them plant a response for any URL (issue 25 item 5).
+            try TemporaryFolder.prepare(folder.path)
+        } catch {
+            var failure = error
+            failure.message = failure.message.replacingOccurrences(of: "temporary folder", with: "cache directory")
+            failure.fileURL = folder
+            throw failure
+        }
+        do {
             names = try manager.contentsOfDirectory(atPath: folder.path)
         } catch {
             var failure = TransferError(.fileError, "cannot use the cache directory \(folder.path): \(error)",
@@ -100,13 +127,15 @@ public final class ResponseCache: Sendable, Hashable {
         var found: [(name: String, size: Int, modified: Date)] = []
         for name in names {
             let path = folder.appendingPathComponent(name).path
+            // Only files that are ours are looked at, and removed: what
+            // another user put here is neither read nor deleted.
+            var info = stat()
+            guard lstat(path, &info) == 0, Self.isOurs(info) else { continue }
             if name.hasPrefix(Self.temporaryPrefix) {
                 unlink(path)   // a write cut short by a crash
                 continue
             }
             guard name.hasSuffix(Self.fileSuffix) else { continue }
-            var info = stat()
-            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
             let modified = Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec))
             found.append((name, Int(info.st_size), modified))
         }
@@ -133,6 +162,11 @@ public final class ResponseCache: Sendable, Hashable {
 
     /// Stores `cached` for `request` (a GET), replacing what was there; an
     /// entry larger than a store's capacity is left out of that store.
+    ///
+    /// A session serves an entry only to requests sent with the same cookies
+    /// and, for https, under the same trust as the one that fetched it: an
+    /// entry stored here for an https URL is not served to sessions, and one
+    /// for an http URL only to requests that send no cookies.
     public func storeCachedResponse(_ cached: CachedResponse, for request: Request) {
         guard let key = Self.key(for: request) else { return }
         store(cached, forKey: key)
@@ -171,12 +205,15 @@ public final class ResponseCache: Sendable, Hashable {
 
     // MARK: - Entries by key
 
-    /// The key of a GET request: its URL without the fragment; nil for other methods.
+    /// The key of a GET request: its URL without the fragment and without
+    /// its user name and password (a key is written into the entry's file);
+    /// nil for other methods, and for a URL whose userinfo cannot be cut off.
     static func key(for request: Request) -> String? {
         guard request.method == .get else { return nil }
         var text = request.url.absoluteString
         if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
-        return "GET " + text
+        guard let clean = RequestIdentity.removingUserinfo(text) else { return nil }
+        return "GET " + clean
     }
 
     func entry(forKey key: String, headers: HTTPHeaders) -> CachedResponse? {
@@ -282,11 +319,20 @@ public final class ResponseCache: Sendable, Hashable {
         return String(repeating: "0", count: 16 - hex.count) + hex + fileSuffix
     }
 
-    /// Reads and decodes an entry file, reading at most the disk capacity.
+    /// Whether a file is one this cache may read or remove: a regular file
+    /// owned by the user (a symlink's own status, from lstat, is not).
+    private static func isOurs(_ info: stat) -> Bool {
+        (info.st_mode & S_IFMT) == S_IFREG && info.st_uid == geteuid()
+    }
+
+    /// Reads and decodes an entry file, reading at most the disk capacity;
+    /// nil for a file that is not ours (``isOurs(_:)``).
     private func readEntry(_ url: URL) -> (key: String, entry: CachedResponse)? {
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, Self.isOurs(info) else { return nil }
         var bytes = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -324,8 +370,14 @@ public final class ResponseCache: Sendable, Hashable {
         return true
     }
 
+    /// Removes the named files of ours; another user's file is left alone.
     private func removeFiles(_ names: [String]) {
         guard let directory else { return }
-        for name in names { unlink(directory.appendingPathComponent(name).path) }
+        for name in names {
+            let path = directory.appendingPathComponent(name).path
+            var info = stat()
+            guard lstat(path, &info) == 0, Self.isOurs(info) else { continue }
+            unlink(path)
+        }
     }
 }

@@ -44,6 +44,11 @@ public final class SessionManager: Sendable {
         var invalidationNotified = false
         var securityPolicy = SecurityPolicy.defaultPolicy
         var securityPolicyError: TransferError?
+        /// The response cache's name for the trust https responses are
+        /// fetched under now (Cache/SecurityPolicy+Cache.swift); nil while
+        /// it is weakened or refused: https responses are then neither
+        /// stored nor served.
+        var cacheTrustTag: String?
         /// The errors challenge handlers failed handshakes with, by "host:port".
         var trustFailures: [String: TransferError] = [:]
         var responseSerializer: any ResponseSerializer = HTTPResponseSerializer()
@@ -188,7 +193,10 @@ public final class SessionManager: Sendable {
 
     /// Refuses every new TLS connection until a valid policy is installed.
     private func failClosed(_ error: TransferError) {
-        state.withLock { $0.securityPolicyError = error }
+        state.withLock {
+            $0.securityPolicyError = error
+            $0.cacheTrustTag = nil
+        }
         // The loop keeps its own reference; ours goes with this scope.
         engine.setTrustPolicy(EngineTrustPolicy.refusingEverything())
     }
@@ -224,9 +232,11 @@ public final class SessionManager: Sendable {
             }
         }
         let engineSide = try policy.makeEnginePolicy(challengeHandler: handler)
+        let trustTag = policy.cacheTrustTag(caFile: configuration.caFile)
         state.withLock {
             $0.securityPolicy = given
             $0.securityPolicyError = nil
+            $0.cacheTrustTag = trustTag
         }
         engine.setTrustPolicy(engineSide)   // the loop retains its own reference
     }
@@ -280,6 +290,9 @@ public final class SessionManager: Sendable {
             guard let accepted = credential.serverTrust, accepted.certificates == trust.certificates else {
                 return .performDefaultHandling
             }
+            // A server the policy refused is accepted by the hook: until the
+            // next policy change, nothing fetched is trusted enough to cache.
+            if !verdict.isValid { state.withLock { $0.cacheTrustTag = nil } }
             return .useCredential
         case .performDefaultHandling: return .performDefaultHandling
         case .cancelAuthenticationChallenge: return .cancel
@@ -639,6 +652,10 @@ public final class SessionManager: Sendable {
     }
 
     /// The hook and the delegate, read once under the lock.
+    /// The response cache's trust tag now (Cache/SecurityPolicy+Cache.swift;
+    /// nil: weakened, refused, or overridden by a server-trust hook).
+    var cacheTrustTag: String? { state.withLock { $0.cacheTrustTag } }
+
     var observers: (hooks: SessionHooks, delegate: (any SessionDelegate)?) {
         state.withLock { ($0.hooks, $0.delegate) }
     }

@@ -184,9 +184,14 @@ extension AutoPurgingCache where Value == Data {
 }
 
 /// How ``AutoPurgingCache`` and ``ResourceDownloader`` name a request: the
-/// method, the absolute URL, and the values of the varying header fields that
-/// the request sets (names compared case-insensitively), so that requests
-/// for one URL that ask for different representations stay apart.
+/// method, the absolute URL without its user name and password, and the
+/// values of the varying header fields that the request sets (names compared
+/// case-insensitively), so that requests for one URL that ask for different
+/// representations stay apart.
+///
+/// A key says nothing about who is asking beyond the varying header fields:
+/// ``ResourceDownloader`` therefore never keys a request that carries
+/// credentials (it shares nothing unless its caller names a key).
 public enum ResourceKey {
     /// `Accept`, `Accept-Language` and `Authorization`: what changes the body
     /// a server sends for one URL, or who may see it.
@@ -194,10 +199,14 @@ public enum ResourceKey {
 
     /// The key text of `request`; `additionalIdentifier`, when given, is
     /// appended on a line of its own after an `@`, as AFNetworking appends it.
+    /// The URL's userinfo is left out.
     public static func string(
         for request: Request, varyingHeaderFields: [String], additionalIdentifier: String? = nil
     ) -> String {
-        var key = request.method.rawValue + " " + request.url.absoluteString
+        // Userinfo never enters a key (a key may be logged or kept); a URL
+        // whose userinfo cannot be cut off is named by a value no other URL has.
+        let url = RequestIdentity.removingUserinfo(request.url.absoluteString) ?? "unkeyable " + UUID().uuidString
+        var key = request.method.rawValue + " " + url
         for field in varyingHeaderFields {
             guard let value = request.headers[field] else { continue }
             // A newline cannot appear in a valid header value, so fields cannot run together.

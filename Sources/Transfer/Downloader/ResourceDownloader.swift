@@ -5,9 +5,19 @@ import Foundation
 /// AFNetworking's `AFImageDownloader`, without the images.
 ///
 /// - **Coalescing:** requests with the same key (method, URL and the
-///   varying header fields, see ``ResourceKey``) join one transfer while it is
+///   varying header fields of the request as sent, the session's additional
+///   headers included, see ``ResourceKey``) join one transfer while it is
 ///   queued or running; every caller gets the result. Requests with a body
 ///   are never joined.
+/// - **Credentials are never shared:** a request that says who is asking —
+///   its ``Request/credential``, a user or password in its URL, an
+///   `Authorization`, `Proxy-Authorization` or `Cookie` header (its own or
+///   the session's), cookies the session's store would send, an interceptor
+///   (whose adapter may add any of these), or a session with a 401 challenge
+///   hook — is neither joined with another request nor answered from or
+///   stored in the cache, unless the caller names a `sharingKey`: requests
+///   under one sharing key share one transfer and one cache entry whatever
+///   they carry, so a key for a private resource must name its user.
 /// - **A cap on active downloads** (``maximumActiveDownloads``); the others
 ///   wait in a queue served first-in first-out or last-in first-out
 ///   (``Prioritization``).
@@ -62,7 +72,7 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
 
     /// One caller's claim on a download: pass it to ``cancel(_:)``.
     public struct Receipt: Sendable, Hashable {
-        /// The identifier given to ``download(_:receiptID:completionHandler:)``, or a new one.
+        /// The identifier given to ``download(_:receiptID:sharingKey:completionHandler:)``, or a new one.
         public let receiptID: UUID
         /// The request this receipt waits for.
         public let request: Request
@@ -95,6 +105,8 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
     private struct Entry {
         let serial: UInt64
         let request: Request
+        /// Where the value is cached; nil: it is not (the request shares nothing).
+        let cacheIdentifier: String?
         var waiters: [Waiter]
         /// Set when the transfer starts; nil while queued.
         var task: Task<Void, Never>?
@@ -170,7 +182,14 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - request: The request; its ``Request/cachePolicy`` decides whether
     ///     the cache is consulted (`.reloadIgnoringLocalCacheData` skips it).
+    ///     A request that carries credentials of any kind (see the type's
+    ///     documentation) is never joined or cached without a `sharingKey`.
     ///   - receiptID: Names this caller (AFNetworking's receipt ID); a new one by default.
+    ///   - sharingKey: The caller's key for this request: requests under the
+    ///     same key join one transfer and share one cache entry (stored under
+    ///     this identifier), credentials or not. nil (the default): the key is
+    ///     built from the request as sent, and a request with credentials
+    ///     shares nothing.
     ///   - completionHandler: Runs once on ``completionQueue``: the value, or a
     ///     ``TransferError`` (the transfer's, a validation or decoding
     ///     failure, or ``TransferError/Code/cancelled`` after ``cancel(_:)``).
@@ -178,10 +197,13 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
     ///   cache answered at once (the handler is already queued).
     @discardableResult
     public func download(
-        _ request: Request, receiptID: UUID = UUID(), completionHandler: @escaping CompletionHandler
+        _ request: Request, receiptID: UUID = UUID(), sharingKey: String? = nil,
+        completionHandler: @escaping CompletionHandler
     ) -> Receipt? {
         let queue = completionQueue
-        return submit(request, receiptID: receiptID) { result in queue.async { completionHandler(result) } }
+        return submit(request, receiptID: receiptID, sharingKey: sharingKey) { result in
+            queue.async { completionHandler(result) }
+        }
     }
 
     /// Ends the wait of `receipt`'s caller, whose handler gets
@@ -211,18 +233,24 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
 
     // MARK: async API
 
-    /// ``download(_:receiptID:completionHandler:)`` for async callers.
+    /// ``download(_:receiptID:sharingKey:completionHandler:)`` for async callers.
     /// Cancelling the Swift task cancels this caller's receipt only.
     ///
+    /// - Parameters:
+    ///   - request: The request (see ``download(_:receiptID:sharingKey:completionHandler:)``).
+    ///   - sharingKey: The caller's key, or nil to key on the request as sent
+    ///     (requests with credentials then share nothing).
     /// - Throws: ``TransferError``, ``TransferError/Code/cancelled`` when the task is cancelled.
-    public func resource(for request: Request) async throws(TransferError) -> Resource {
+    public func resource(for request: Request, sharingKey: String? = nil) async throws(TransferError) -> Resource {
         // Holds the receipt for the cancellation handler, and whether it ran
         // before the receipt existed (then the submitting side cancels).
         let claim = Protected<(receipt: Receipt?, cancelled: Bool)>((nil, false))
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Resource, TransferError>, Never>)
                 in
-                let receipt = submit(request, receiptID: UUID()) { continuation.resume(returning: $0) }
+                let receipt = submit(request, receiptID: UUID(), sharingKey: sharingKey) {
+                    continuation.resume(returning: $0)
+                }
                 let cancelNow = claim.withLock { claim -> Bool in
                     claim.receipt = receipt
                     return claim.cancelled
@@ -239,27 +267,39 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
         return try result.get()
     }
 
-    /// The decoded value of ``resource(for:)``.
-    public func value(for request: Request) async throws(TransferError) -> Value {
-        try await resource(for: request).value
+    /// The decoded value of ``resource(for:sharingKey:)``.
+    public func value(for request: Request, sharingKey: String? = nil) async throws(TransferError) -> Value {
+        try await resource(for: request, sharingKey: sharingKey).value
     }
 
     // MARK: Internals
 
+    /// The key `request` is joined and cached under, or nil when it shares
+    /// nothing: it has a body, or it says who is asking and the caller named
+    /// no sharing key (issue 25: one user's private body went to another).
+    private func sharedKey(for request: Request, sharingKey: String?) -> String? {
+        guard request.body == nil else { return nil }
+        if let sharingKey { return sharingKey }
+        guard !session.sendsIdentity(with: request) else { return nil }
+        // As sent: the session's additional headers take part in the key too.
+        var sent = request
+        sent.headers = session.headersAsSent(request)
+        return ResourceKey.string(for: sent, varyingHeaderFields: varyingHeaderFields)
+    }
+
     private func submit(
-        _ request: Request, receiptID: UUID, deliver: @escaping @Sendable (Result<Resource, TransferError>) -> Void
+        _ request: Request, receiptID: UUID, sharingKey: String?,
+        deliver: @escaping @Sendable (Result<Resource, TransferError>) -> Void
     ) -> Receipt? {
-        if let cache, request.cachePolicy != .reloadIgnoringLocalCacheData, request.body == nil,
-            let value = cache.value(for: request)
+        let shared = sharedKey(for: request, sharingKey: sharingKey)
+        if let cache, let shared, request.cachePolicy != .reloadIgnoringLocalCacheData,
+            let value = cache.value(withIdentifier: shared)
         {
             deliver(.success(Resource(value: value, response: nil)))
             return nil
         }
-        // A request with a body is never joined: it gets a key of its own.
-        let key =
-            request.body == nil
-            ? ResourceKey.string(for: request, varyingHeaderFields: varyingHeaderFields)
-            : "unique " + UUID().uuidString
+        // A request that shares nothing gets a key of its own.
+        let key = shared ?? "unique " + UUID().uuidString
         let waiter = Waiter(receiptID: receiptID, deliver: deliver)
         state.withLock { state in
             if state.entries[key] != nil {
@@ -267,7 +307,8 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
                 return
             }
             state.nextSerial += 1
-            state.entries[key] = Entry(serial: state.nextSerial, request: request, waiters: [waiter])
+            state.entries[key] = Entry(
+                serial: state.nextSerial, request: request, cacheIdentifier: shared, waiters: [waiter])
             state.queued.append(key)
             startQueued(&state)
         }
@@ -282,12 +323,15 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
             state.active += 1
             let serial = entry.serial
             let request = entry.request
+            let cacheIdentifier = entry.cacheIdentifier
             // The task only starts running after the lock is released.
-            state.entries[key]?.task = Task { await self.run(request, key: key, serial: serial) }
+            state.entries[key]?.task = Task {
+                await self.run(request, key: key, serial: serial, cacheIdentifier: cacheIdentifier)
+            }
         }
     }
 
-    private func run(_ request: Request, key: String, serial: UInt64) async {
+    private func run(_ request: Request, key: String, serial: UInt64, cacheIdentifier: String?) async {
         let result: Result<Resource, TransferError>
         do throws(TransferError) {
             let (data, response) = try await session.data(for: request)
@@ -295,9 +339,9 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
         } catch {
             result = .failure(error)
         }
-        if case .success(let resource) = result, request.body == nil {
+        if case .success(let resource) = result, let cacheIdentifier {
             // Before the entry goes away, so that a request arriving now finds the value.
-            cache?.add(resource.value, for: request)
+            cache?.add(resource.value, withIdentifier: cacheIdentifier)
         }
         let waiters = state.withLock { state -> [Waiter] in
             state.active -= 1
