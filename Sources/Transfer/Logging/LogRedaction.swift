@@ -214,7 +214,15 @@ public struct LogRedaction: Sendable, Hashable {
         while let mark = rest.range(of: "://") {
             result += rest[..<mark.upperBound]
             let after = rest[mark.upperBound...]
-            let end = after.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" || Self.endsURLPart($0) } ?? after.endIndex
+            // The authority also ends where another URL's "://" begins
+            // ("a@b(https://u:p@h"): that URL is scanned next.
+            var end = after.startIndex
+            while end < after.endIndex {
+                let c = after[end]
+                if c == "/" || c == "?" || c == "#" || Self.endsURLPart(c) { break }
+                if c == ":" && after[after.index(after: end)...].hasPrefix("//") { break }
+                end = after.index(after: end)
+            }
             let authority = after[..<end]
             if let at = authority.lastIndex(of: "@") {
                 result += Self.placeholder
@@ -297,7 +305,12 @@ public struct LogRedaction: Sendable, Hashable {
                 {
                     result += rest[...colon]
                     result += " " + Self.placeholder
-                    let valueEnd = bracketed ? (rest[colon...].firstIndex(of: "]") ?? rest.endIndex) : rest.endIndex
+                    // A value the engine redacted already ends after its
+                    // placeholder's own bracket.
+                    var value = rest[rest.index(after: colon)...]
+                    while value.first == " " || value.first == "\t" { value = value.dropFirst() }
+                    if value.hasPrefix(Self.placeholder) { value = value.dropFirst(Self.placeholder.count) }
+                    let valueEnd = bracketed ? (value.firstIndex(of: "]") ?? rest.endIndex) : rest.endIndex
                     rest = rest[valueEnd...]
                     atStart = false
                     continue
