@@ -5,8 +5,9 @@
  * redirects libcurl follows by itself.
  *
  * Credentials never leave the engine in a trace line: the values of
- * Authorization, Cookie, Proxy-Authorization and Set-Cookie are replaced
- * here, before any line reaches the owner.
+ * Authorization, Cookie, Proxy-Authorization, Set-Cookie and of any header
+ * whose name holds token, secret, key, auth, session, ... (see
+ * secret_parts) are replaced here, before any line reaches the owner.
  */
 #include "ct_internal.h"
 
@@ -17,6 +18,11 @@
  * reading, and the cut happens after redaction). */
 #define CTI_DEBUG_LINE_MAX 2048
 
+/* Header names whose values never leave the engine: these four, and any
+ * name containing one of the parts below (X-Api-Key, X-Auth-Token,
+ * X-Session-Id), except the challenges, which name schemes and realms.
+ * The same rule as LogRedaction.swift; names a configuration adds are
+ * redacted in Swift, where the line is emitted. */
 static const char *const secret_names[] = {
   "Authorization",
   "Proxy-Authorization",
@@ -24,15 +30,65 @@ static const char *const secret_names[] = {
   "Set-Cookie"
 };
 
+static const char *const secret_parts[] = {
+  "token", "secret", "key", "auth", "session", "passw", "pwd", "cookie",
+  "credential", "signature"
+};
+
+static const char *const challenge_names[] = {
+  "WWW-Authenticate",
+  "Proxy-Authenticate"
+};
+
 static const char redacted[] = "[redacted]";
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static int is_name_char(char c)
+{
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+}
+
+static int is_name(const char *p, size_t n, const char *const *names,
+                   size_t count)
+{
+  size_t i;
+  for(i = 0; i < count; i++) {
+    if(strlen(names[i]) == n && strncasecmp(p, names[i], n) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* Whether the n bytes at p hold `part`, in any case. */
+static int has_part(const char *p, size_t n, const char *part)
+{
+  size_t m = strlen(part);
+  size_t i;
+  for(i = 0; i + m <= n; i++) {
+    if(strncasecmp(p + i, part, m) == 0)
+      return 1;
+  }
+  return 0;
+}
 
 /* Length of the secret header name at `p` (followed by ':'), else 0. */
 static size_t secret_name_at(const char *p, size_t left)
 {
+  size_t n = 0;
   size_t i;
-  for(i = 0; i < sizeof(secret_names) / sizeof(secret_names[0]); i++) {
-    size_t n = strlen(secret_names[i]);
-    if(left > n && p[n] == ':' && strncasecmp(p, secret_names[i], n) == 0)
+
+  while(n < left && is_name_char(p[n]))
+    n++;
+  if(!n || n >= left || p[n] != ':')
+    return 0;
+  if(is_name(p, n, secret_names, COUNT(secret_names)))
+    return n;
+  if(is_name(p, n, challenge_names, COUNT(challenge_names)))
+    return 0;
+  for(i = 0; i < COUNT(secret_parts); i++) {
+    if(has_part(p, n, secret_parts[i]))
       return n;
   }
   return 0;

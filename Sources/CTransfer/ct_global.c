@@ -7,6 +7,7 @@
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static ct_code init_result = CT_OK;
+static int has_psl;
 
 static void global_init(void)
 {
@@ -18,6 +19,9 @@ static void global_init(void)
     return;
   }
   info = curl_version_info(CURLVERSION_NOW);
+  /* Without libpsl, libcurl accepts a cookie for a public suffix
+   * (Domain=co.uk) from any host under it; ct_curl_has_psl tells. */
+  has_psl = info && (info->features & CURL_VERSION_PSL) != 0;
   /* We need curl_multi_socket_action with CURLMOPT_TIMERFUNCTION, TLS
    * through OpenSSL for the SSL_CTX hook, and 7.68+ for curl_multi_wakeup
    * era semantics of pause handling. */
@@ -40,6 +44,12 @@ char *cti_strdup(const char *s)
 const char *ct_curl_version(void)
 {
   return curl_version();
+}
+
+int ct_curl_has_psl(void)
+{
+  cti_global_init();
+  return has_psl;
 }
 
 void ct_buffer_free(void *body)

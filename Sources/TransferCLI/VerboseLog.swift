@@ -1,4 +1,5 @@
 import Logging
+import Transfer
 
 /// Where `-v` goes: a swift-log `Logger` whose handler writes each message,
 /// as is, as one line on stderr (curl's `-v` shape: `* ` notes, `< ` response
@@ -13,10 +14,10 @@ enum VerboseLog {
         return logger
     }
 
-    /// Response headers whose values `-v` never prints.
+    /// Response headers whose values `-v` never prints: the library's log
+    /// rule (``LogRedaction/standard``: Set-Cookie, X-Auth-Token, …).
     static func shown(name: String, value: String) -> String {
-        ["authorization", "cookie", "proxy-authorization", "set-cookie"].contains(name.lowercased())
-            ? "[redacted]" : value
+        LogRedaction.standard.redactsHeader(named: name) ? LogRedaction.placeholder : value
     }
 }
 

@@ -19,6 +19,12 @@ struct DebugRedactTests {
         ("Proxy-Authorization: Basic cHJveHk=", "Proxy-Authorization: [redacted]"),
         ("Cookie: a=1; b=2", "Cookie: [redacted]"),
         ("SET-COOKIE: sid=xyz; Path=/", "SET-COOKIE: [redacted]"),
+        ("X-Api-Key: k-123", "X-Api-Key: [redacted]"),
+        ("x-auth-token: t-123", "x-auth-token: [redacted]"),
+        ("X-Session-Id: s-1", "X-Session-Id: [redacted]"),
+        ("X-Client-Secret: c-1", "X-Client-Secret: [redacted]"),
+        ("X_Password:p", "X_Password: [redacted]"),
+        ("Authorization-Hint: x", "Authorization-Hint: [redacted]"),
     ])
     func headerLines(line: String, expected: String) {
         #expect(redact(line) == expected)
@@ -28,7 +34,9 @@ struct DebugRedactTests {
     func otherLines() {
         #expect(redact("Content-Type: text/plain") == "Content-Type: text/plain")
         #expect(redact("X-Note: Authorization: none") == "X-Note: Authorization: none")
-        #expect(redact("Authorization-Hint: x") == "Authorization-Hint: x")
+        #expect(redact("WWW-Authenticate: Basic realm=\"x\"") == "WWW-Authenticate: Basic realm=\"x\"")
+        #expect(redact("Proxy-Authenticate: Digest realm=\"x\"") == "Proxy-Authenticate: Digest realm=\"x\"")
+        #expect(redact("HTTP/1.1 200 OK") == "HTTP/1.1 200 OK")
         #expect(redact("") == "")
     }
 
@@ -36,6 +44,7 @@ struct DebugRedactTests {
     func bracketedHeaders() {
         #expect(redact("[HTTP/2] [1] [authorization: Basic dXNlcjpwYXNz]") == "[HTTP/2] [1] [authorization: [redacted]]")
         #expect(redact("h2h3 [cookie: a=1] [user-agent: x]") == "h2h3 [cookie: [redacted]] [user-agent: x]")
+        #expect(redact("[HTTP/2] [1] [x-api-key: k-123]") == "[HTTP/2] [1] [x-api-key: [redacted]]")
     }
 
     @Test("a short output buffer cuts the line after redaction, NUL-terminated")

@@ -98,4 +98,29 @@ struct CLICookieTests {
         let object = try JSONSerialization.jsonObject(with: echo) as? [String: Any]
         #expect((object?["headers"] as? [String: Any])?["cookie"] as? String == "flow=1")
     }
+
+    @Test("-c FILE writes a new jar 0600 and keeps an existing jar's 0600 under a 022 umask (issue 25 item 6)")
+    func cookieJarPermissions() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let folder = try TemporaryDirectory()
+        let fresh = folder.file("new.txt")
+        let kept = folder.file("kept.txt")
+        try Data("# Netscape HTTP Cookie File\n".utf8).write(to: kept)
+        #expect(chmod(kept.path, 0o600) == 0)
+        // The child inherits the umask; Foundation's atomic write made 0644 under it.
+        let previous = umask(0o022)
+        defer { umask(previous) }
+
+        for jar in [fresh, kept] {
+            let run = try CLI.run(["get", "-s", "-o", "/dev/null", "-c", jar.path,
+                                   setURL(server, "sid=s3cret; HttpOnly")])
+            #expect(run.status == 0, "\(run.stderrText)")
+        }
+
+        var info = stat()
+        #expect(stat(fresh.path, &info) == 0 && info.st_mode & 0o777 == 0o600, "\(String(info.st_mode, radix: 8))")
+        #expect(stat(kept.path, &info) == 0 && info.st_mode & 0o777 == 0o600, "\(String(info.st_mode, radix: 8))")
+        #expect(try String(contentsOf: kept, encoding: .utf8).contains("\tsid\ts3cret"))
+    }
 }

@@ -121,4 +121,15 @@ struct CLIProxyTests {
 
         #expect(output.status == 2, "\(flags): \(output.stderrText)")
     }
+
+    @Test("-x with a bad port is refused without printing the proxy password (issue 25 item 9)")
+    func badProxyHidesPassword() throws {
+        let run = try run(["get", "-s", "-x", "http://user:S3CRET-PROXY@127.0.0.1:bad", "http://127.0.0.1:1/"])
+
+        #expect(run.status != 0)
+        #expect(run.stderrText.contains("bad proxy port"), "\(run.stderrText)")
+        #expect(run.stderrText.contains("user:<redacted>@127.0.0.1:bad"), "\(run.stderrText)")
+        #expect(!run.stderrText.contains("S3CRET"), "\(run.stderrText)")
+    }
 }
+

@@ -310,6 +310,59 @@ struct CookieTests {
         #expect(fresh.cookieStore?.cookies.first { $0.name == "persist" }?.isHTTPOnly == true)
     }
 
+    @Test("write(to:) makes a new jar 0600 and keeps an existing jar's mode under a 022 umask (issue 25 item 6)")
+    func jarPermissions() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        try await set(session, server, "sid=s3cret; Max-Age=600; HttpOnly")
+        let store = try #require(session.cookieStore)
+        let folder = try TemporaryDirectory()
+        // Foundation's atomic write made the file 0666 minus this umask: 0644.
+        let previous = umask(0o022)
+        defer { umask(previous) }
+
+        let fresh = folder.file("new.txt")
+        try store.write(to: fresh)
+        let kept = folder.file("kept.txt")
+        try store.write(to: kept)
+        #expect(chmod(kept.path, 0o600) == 0)
+        try store.write(to: kept)
+        let shared = folder.file("shared.txt")
+        try store.write(to: shared)
+        #expect(chmod(shared.path, 0o640) == 0)
+        try store.write(to: shared)
+
+        #expect(fileMode(fresh) == 0o600)
+        #expect(fileMode(kept) == 0o600)
+        #expect(fileMode(shared) == 0o640)
+        #expect(try String(contentsOf: kept, encoding: .utf8).contains("\tsid\ts3cret"))
+        // Nothing left beside them (the temporary file was renamed).
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).sorted()
+        #expect(names == ["kept.txt", "new.txt", "shared.txt"])
+    }
+
+    @Test("a cookie for a public suffix (Domain=co.uk) is refused, real socket (issue 25 item 9)",
+          .enabled(if: CookieStore.enforcesPublicSuffixList,
+                   "this libcurl has no libpsl: it accepts Domain=co.uk (see README, Cookies)"))
+    func publicSuffixRefused() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let port = server.url("/").port!
+        var configuration = SessionConfiguration()
+        configuration.resolve = ["www.example.co.uk:\(port):127.0.0.1", "other.co.uk:\(port):127.0.0.1"]
+        let session = try SessionManager(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+
+        try await set(session, server, "wide=1; Domain=co.uk", "own=1; Domain=example.co.uk",
+                      host: "www.example.co.uk")
+
+        let other = URL(string: "http://other.co.uk:\(port)/echo")!
+        #expect(try await sentCookie(session, other) == nil)
+        #expect(session.cookieStore?.cookies.map(\.name) == ["own"])
+    }
+
     @Test("malformed Set-Cookie lines from the server: no crash, the valid ones kept")
     func malformedSetCookie() async throws {
         let server = try await TestServer.start()
@@ -377,4 +430,10 @@ struct CookieTests {
         #expect(try await sentCookie(session, server.url("/echo")) == nil)
         #expect(store.cookies.isEmpty)
     }
+}
+
+/// The permission bits of the file at `url`, or -1.
+private func fileMode(_ url: URL) -> Int {
+    var info = stat()
+    return stat(url.path, &info) == 0 ? Int(info.st_mode & 0o7777) : -1
 }

@@ -191,3 +191,148 @@ struct LoggingCostProbe {
         #expect(received == count * 1024)
     }
 }
+
+// MARK: - Issue 25 item 4: redaction at the point of emission
+
+/// `text` percent-encoded for use as one query value.
+private func queryValue(_ text: String) -> String {
+    text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+}
+
+/// Records that contain any of `secrets`, rendered.
+private func leaks(_ store: RecordStore, _ secrets: [String]) -> [String] {
+    store.all.map(\.rendered).filter { text in secrets.contains { text.contains($0) } }
+}
+
+extension LoggingTests {
+    @Test("error messages are redacted where logged: a refused OAuth callback redirect (hook and engine), a cache miss with a URL password and token")
+    func errorMessagesAreRedacted() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let secrets = ["S3CRET-ACCESS", "S3CRET-CODE", "S3CRET-PASSWORD", "S3CRET-TOKEN"]
+        let callback = "com.example.app:/cb?accessToken=S3CRET-ACCESS&code=S3CRET-CODE"
+        let url = server.url("/redirect-to?url=\(queryValue(callback))")
+
+        for manual in [true, false] {
+            let store = RecordStore()
+            let session = try makeSession { $0.logger = logger(.trace, into: store) }
+            defer { session.invalidateAndCancel() }
+            // A redirect hook makes the task follow redirects in Swift (TransferTask.followRedirect).
+            if manual { session.hooks.taskWillPerformHTTPRedirection = { _, _, _, request in request } }
+
+            await #expect(throws: TransferError.self) { try await session.data(for: Request(url: url)) }
+
+            try await Wait.until("the error record") { store.all.contains { $0.level == .error } }
+            let error = try #require(store.all.first { $0.level == .error })
+            #expect(error.message.contains("redirect"), "\(error.message)")
+            #expect(leaks(store, secrets).isEmpty, "manual \(manual): \(leaks(store, secrets))")
+        }
+
+        // The cache's message quotes the URL (ResponseCache+Rules): user info and token.
+        let store = RecordStore()
+        let cache = try ResponseCache()
+        let session = try makeSession {
+            $0.logger = logger(.debug, into: store)
+            $0.responseCache = cache
+        }
+        defer { session.invalidateAndCancel() }
+        let port = server.url("/").port ?? 0
+        let secretURL = try #require(URL(string: "http://alice:S3CRET-PASSWORD@127.0.0.1:\(port)/json?access_token=S3CRET-TOKEN"))
+        await #expect(throws: TransferError.self) {
+            try await session.data(for: Request(url: secretURL, cachePolicy: .returnCacheDataDontLoad))
+        }
+        try await Wait.until("the error record") { store.all.contains { $0.level == .error } }
+        #expect(store.all.contains { $0.level == .error && $0.message.contains("access_token=[redacted]") })
+        #expect(leaks(store, secrets).isEmpty, "\(leaks(store, secrets))")
+    }
+
+    @Test("camelCase and OAuth query names are redacted in every record and trace line; other parameters stay")
+    func oauthQueryNamesAreRedacted() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let store = RecordStore()
+        let session = try makeSession { $0.logger = logger(.trace, into: store) }
+        defer { session.invalidateAndCancel() }
+        let names = ["accessToken", "refreshToken", "authToken", "code", "state", "id_token", "Refresh-Token",
+                     "ACCESS_TOKEN", "clientSecret"]
+        let secrets = names.indices.map { "S3CRET\($0)X" }
+        let query = zip(names, secrets).map { "\($0)=\($1)" }.joined(separator: "&")
+
+        _ = try await session.data(for: Request(url: server.url("/redirect/1?\(query)&page=2")))
+
+        try await Wait.until("the completion record") { store.all.contains { $0.message.hasPrefix("completed") } }
+        #expect(leaks(store, secrets).isEmpty, "\(leaks(store, secrets))")
+        let redirect = try #require(store.all.first { $0.message.hasPrefix("redirect 302 ") })
+        #expect(redirect.message.contains("accessToken=[redacted]&refreshToken=[redacted]"), "\(redirect.message)")
+        #expect(redirect.message.contains("&page=2"))
+    }
+
+    @Test("X-Api-Key, X-Auth-Token and other credential-like headers are redacted at debug and trace, both ways")
+    func credentialLikeHeadersAreRedacted() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let store = RecordStore()
+        let session = try makeSession { $0.logger = logger(.trace, into: store) }
+        defer { session.invalidateAndCancel() }
+        let secrets = ["S3CRET-API-KEY", "S3CRET-AUTH-TOKEN", "S3CRET-SESSION", "S3CRET-REPLY"]
+        let request = Request(url: server.url("/response-headers?X-Refresh-Token=S3CRET-REPLY"),
+                              headers: ["X-Api-Key": "S3CRET-API-KEY", "X-Auth-Token": "S3CRET-AUTH-TOKEN",
+                                        "X-Session-Id": "S3CRET-SESSION", "X-Trace": "visible"])
+
+        let (_, response) = try await session.data(for: request)
+
+        #expect(response.headers["X-Refresh-Token"] == "S3CRET-REPLY")
+        try await Wait.until("the completion record") { store.all.contains { $0.message.hasPrefix("completed") } }
+        #expect(leaks(store, secrets).isEmpty, "\(leaks(store, secrets))")
+        let trace = store.all.filter { $0.level == .trace }.map(\.message)
+        #expect(trace.contains("> X-Api-Key: [redacted]"))
+        #expect(trace.contains("> X-Auth-Token: [redacted]"))
+        #expect(trace.contains("> X-Trace: visible"))
+        #expect(trace.contains("< X-Refresh-Token: [redacted]"))
+        let start = try #require(store.all.first { $0.message.hasPrefix("start GET ") })
+        #expect(strings(start.metadata["transfer.request.headers"]).contains("X-Api-Key: [redacted]"))
+    }
+
+    @Test("a Location trace line loses its user info and secret query values; the redirect record too")
+    func locationLinesAreRedacted() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let store = RecordStore()
+        let session = try makeSession { $0.logger = logger(.trace, into: store) }
+        defer { session.invalidateAndCancel() }
+        let port = server.url("/").port ?? 0
+        let location = "http://bob:S3CRET-LOCATION-PW@127.0.0.1:\(port)/json?refreshToken=S3CRET-LOCATION-TOKEN#access_token=S3CRET-FRAGMENT"
+        let secrets = ["S3CRET-LOCATION-PW", "S3CRET-LOCATION-TOKEN", "S3CRET-FRAGMENT"]
+
+        _ = try await session.data(for: Request(url: server.url("/redirect-to?url=\(queryValue(location))")))
+
+        try await Wait.until("the completion record") { store.all.contains { $0.message.hasPrefix("completed") } }
+        #expect(leaks(store, secrets).isEmpty, "\(leaks(store, secrets))")
+        let trace = store.all.filter { $0.level == .trace }.map(\.message)
+        #expect(trace.contains("< Location: http://[redacted]@127.0.0.1:\(port)/json?refreshToken=[redacted]#access_token=[redacted]"),
+                "\(trace.filter { $0.contains("Location") })")
+    }
+
+    @Test("header and query names added to the configuration are redacted too")
+    func addedNamesAreRedacted() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let store = RecordStore()
+        let session = try makeSession {
+            $0.logger = logger(.trace, into: store)
+            $0.logRedaction.headerNames.insert("X-Tenant")
+            $0.logRedaction.queryParameterNames.insert("ticket")
+        }
+        defer { session.invalidateAndCancel() }
+        let secrets = ["S3CRET-TENANT", "S3CRET-TICKET"]
+
+        _ = try await session.data(for: Request(url: server.url("/redirect/1?Ticket=S3CRET-TICKET"),
+                                                headers: ["X-Tenant": "S3CRET-TENANT"]))
+
+        try await Wait.until("the completion record") { store.all.contains { $0.message.hasPrefix("completed") } }
+        #expect(leaks(store, secrets).isEmpty, "\(leaks(store, secrets))")
+        #expect(store.all.contains { $0.message == "> X-Tenant: [redacted]" })
+        #expect(store.all.contains { $0.message.contains("Ticket=[redacted]") })
+        #expect(session.configuration.logRedaction != LogRedaction.standard)
+    }
+}

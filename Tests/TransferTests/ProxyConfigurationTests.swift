@@ -49,4 +49,21 @@ struct ProxyConfigurationTests {
         #expect(!String(reflecting: proxy).contains("hunter2"))
         #expect("\(proxy)".contains("svc"))
     }
+
+    @Test("a proxy URL that fails to parse is quoted without its password (issue 25 item 9)", arguments: [
+        "http://user:S3CRET@127.0.0.1:notaport",
+        "http://user:S3CRET@[::1:3128",
+        "http://user:S3CRET@[::1]x",
+        "http://user:S3CRET@proxy.test/path",
+        "socks5://S3CRET@proxy.test:99999",
+        "http://user:S3CRET@bad host:3128",
+    ])
+    func parseErrorsHidePassword(_ text: String) {
+        #expect {
+            try ProxyConfiguration(url: text)
+        } throws: { error in
+            let message = (error as? TransferError)?.message ?? "\(error)"
+            return !message.contains("S3CRET") && !"\(error)".contains("S3CRET")
+        }
+    }
 }

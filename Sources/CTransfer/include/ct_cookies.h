@@ -3,7 +3,8 @@
  * handle, for the transfers of one or more loops and for the Swift store.
  *
  * libcurl parses Set-Cookie (RFC 6265 domain, path, expiry, Secure,
- * HttpOnly; no public suffix list) and picks the cookies of each request.
+ * HttpOnly; the public suffix list when built with libpsl, see
+ * ct_curl_has_psl) and picks the cookies of each request.
  * The jar keeps them in a CURLSH sharing CURL_LOCK_DATA_COOKIE and
  * CURL_LOCK_DATA_SSL_SESSION, with one recursive mutex per lock kind, so
  * the loop threads of every session using the jar and the threads calling

@@ -249,6 +249,12 @@ uint64_t ct_loop_illegal_transitions(const struct ct_loop *_Nonnull loop);
 /* libcurl's version string, for diagnostics. */
 const char *_Nonnull ct_curl_version(void);
 
+/* 1 when the libcurl in use was built with libpsl (CURL_VERSION_PSL): its
+ * cookie engine then refuses a Set-Cookie whose Domain is a public suffix
+ * (Domain=co.uk). 0 without it, or when libcurl failed to initialise.
+ * Safe from any thread; initialises libcurl once if no loop has. */
+int ct_curl_has_psl(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -215,8 +215,10 @@ typedef enum {
 } ct_debug_kind;
 
 /* Redacts the credential values in one header or trace line, in place:
- * the values of Authorization, Cookie, Proxy-Authorization and Set-Cookie
- * (at the line start, or inside "[name: value]" as HTTP/2 traces write
+ * the values of Authorization, Cookie, Proxy-Authorization, Set-Cookie and
+ * of any header whose name contains token, secret, key, auth, session,
+ * passw, pwd, cookie, credential or signature in any case, except
+ * WWW-Authenticate and Proxy-Authenticate (at the line start, or inside "[name: value]" as HTTP/2 traces write
  * them) become "[redacted]". Writes at most `cap` bytes (NUL included)
  * to `out` and returns the length written, without the NUL. */
 size_t ct_debug_redact(const char *_Nonnull line, size_t length,

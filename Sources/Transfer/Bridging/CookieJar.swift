@@ -50,3 +50,14 @@ final class CookieJar: @unchecked Sendable {
         return body()
     }
 }
+
+extension CookieStore {
+    /// Whether the libcurl in use has a public suffix list (libpsl,
+    /// `CURL_VERSION_PSL`), read once from libcurl. With it, a `Set-Cookie`
+    /// whose `Domain` is a public suffix (`Domain=co.uk`, `Domain=github.io`)
+    /// is refused. Without it, libcurl accepts such a cookie from any host
+    /// under the suffix, and sends it to every other site under it: a host
+    /// can then set cookies for its neighbours. A session with a cookie store
+    /// and a logger warns once when it is false.
+    public static let enforcesPublicSuffixList: Bool = ct_curl_has_psl() != 0
+}

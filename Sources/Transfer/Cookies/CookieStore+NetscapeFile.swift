@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// Import and export in the Netscape cookie-file format that curl reads
 /// (`curl -b FILE`) and writes (`curl -c FILE`).
@@ -75,13 +76,52 @@ extension CookieStore {
     /// Writes the store's cookies to `url` in the Netscape format (replaced
     /// atomically; readable by `curl -b`).
     ///
+    /// A new file is made readable by its owner only (0600), as curl makes
+    /// its jars: it holds session cookies. An existing file keeps its
+    /// permission bits (a symbolic link is replaced by a file with its
+    /// target's bits).
+    ///
     /// - Throws: ``TransferError/Code/fileError`` when it cannot be written.
     public func write(to url: URL) throws(TransferError) {
-        do {
-            try Data(netscapeCookieFile().utf8).write(to: url, options: .atomic)
-        } catch {
-            throw TransferError(.fileError, "cannot write the cookie file \(url.path): \(error.localizedDescription)",
+        let err = Self.replaceFile(atPath: url.path, with: Array(netscapeCookieFile().utf8))
+        guard err == 0 else {
+            throw TransferError(.fileError, "cannot write the cookie file \(url.path): \(String(cString: strerror(err)))",
                                 url: url)
         }
+    }
+
+    /// Writes `bytes` to a new file beside `path` and renames it over
+    /// `path`. Foundation's atomic write is not used: it creates the new file
+    /// 0666 minus the umask, which turned a 0600 jar into a 0644 one.
+    ///
+    /// - Returns: 0, or the errno of the step that failed (nothing is left behind).
+    static func replaceFile(atPath path: String, with bytes: [UInt8]) -> Int32 {
+        var info = stat()
+        let mode: mode_t = stat(path, &info) == 0 ? info.st_mode & 0o7777 : 0o600
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        var template = Array("\(directory)/.\(url.lastPathComponent).XXXXXX".utf8CString)
+        // mkstemp creates the file 0600 whatever the umask: no moment where
+        // the cookies are readable by others.
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { return errno }
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var failure: Int32 = 0
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                failure = errno
+                break
+            }
+            offset += n
+        }
+        if failure == 0 && fchmod(fd, mode) != 0 { failure = errno }
+        if failure == 0 && fsync(fd) != 0 { failure = errno }
+        if close(fd) != 0 && failure == 0 { failure = errno }
+        if failure == 0 && rename(temporary, path) != 0 { failure = errno }
+        if failure != 0 { unlink(temporary) }
+        return failure
     }
 }

@@ -5,8 +5,11 @@ import Foundation
 ///
 /// libcurl parses every `Set-Cookie` and chooses the cookies of each
 /// request, with RFC 6265's rules for domain, path, expiry, `Secure` and
-/// `HttpOnly` (no public suffix list). `SameSite` and when each cookie was
-/// stored, which libcurl does not keep, are kept beside it.
+/// `HttpOnly`, and the public suffix list when libcurl was built with libpsl
+/// (``enforcesPublicSuffixList``; Debian's and Ubuntu's is): a `Set-Cookie`
+/// with `Domain=co.uk` is then refused. Without libpsl such a cookie is kept
+/// and sent to every site under the suffix. `SameSite` and when each cookie
+/// was stored, which libcurl does not keep, are kept beside it.
 ///
 /// Threads: every method is safe from any thread. The cookies live in a
 /// libcurl share handle whose lock callbacks guard them, so the engine

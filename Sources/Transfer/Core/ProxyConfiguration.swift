@@ -87,8 +87,11 @@ public struct ProxyConfiguration: Sendable, Hashable {
     ///
     /// - Throws: ``TransferError/Code/invalidRequest`` for another scheme, a path, or a
     ///   host or port that ``validate()`` refuses.
-    public init(url text: String) throws(TransferError) {
-        var rest = Substring(text)
+    public init(url input: String) throws(TransferError) {
+        // Error messages quote the URL without its password (they reach
+        // logs and the command's stderr).
+        let text = Self.redactingPassword(in: input)
+        var rest = Substring(input)
         var kind = Kind.http
         if let range = rest.range(of: "://") {
             let scheme = rest[..<range.lowerBound].lowercased()
@@ -142,6 +145,16 @@ public struct ProxyConfiguration: Sendable, Hashable {
         }
         self.init(kind, host: host, port: port ?? defaultPort, credentials: credentials)
         try validate()
+    }
+
+    /// `text`, a proxy URL, with its user info shown as `user:<redacted>@`
+    /// (`<redacted>@` when there is no colon: a lone name may be a token).
+    static func redactingPassword(in text: String) -> String {
+        let start = text.range(of: "://")?.upperBound ?? text.startIndex
+        guard let at = text[start...].lastIndex(of: "@") else { return text }
+        let userInfo = text[start..<at]
+        let shown = userInfo.firstIndex(of: ":").map { userInfo[..<$0] + ":<redacted>" } ?? "<redacted>"
+        return text[..<start] + shown + text[at...]
     }
 
     /// Checks the host, the port, the bypass list and the credentials.

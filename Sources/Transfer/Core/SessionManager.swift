@@ -86,6 +86,12 @@ public final class SessionManager: Sendable {
         // reset() empties the cookie store, as URLSession.reset empties its
         // storage (a store shared by sessions is emptied for all of them).
         if let cookieStore { addResetAction { cookieStore.resetCookies() } }
+        // Checked at start-up: without libpsl, a host may set cookies for a
+        // whole public suffix (Domain=co.uk); say so where it can be seen.
+        if cookieStore != nil, !CookieStore.enforcesPublicSuffixList {
+            configuration.logger?.warning(
+                "libcurl has no public suffix list (libpsl): cookies for a public suffix such as Domain=co.uk are accepted")
+        }
         // ... and its response cache, as URLSession.reset empties its URLCache.
         if let responseCache { addResetAction { responseCache.removeAllCachedResponses() } }
     }

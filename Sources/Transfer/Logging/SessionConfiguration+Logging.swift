@@ -12,8 +12,11 @@ extension SessionConfiguration {
     /// - Trace: libcurl's verbose trace (text and header lines, never body
     ///   bytes), one record per line.
     ///
-    /// The values of `Authorization`, `Cookie`, `Proxy-Authorization` and
-    /// `Set-Cookie` are always replaced by `[redacted]`, in trace lines too.
+    /// Every message and metadata value is redacted as it is emitted, trace
+    /// lines and error messages too: credential header values (`Authorization`,
+    /// `Cookie`, `X-Api-Key`, …), URL user info and secret query values become
+    /// `[redacted]` (see ``LogRedaction`` for the rules, ``logRedaction`` to
+    /// add names).
     /// The level is read once, when the session is created: below it nothing
     /// is built, and without `.trace` libcurl's debug function is not even
     /// installed. Records are emitted on the session's delegate queue, or on
@@ -22,6 +25,19 @@ extension SessionConfiguration {
     public var logger: Logger? {
         get { observation.logger }
         set { observation.logger = newValue }
+    }
+
+    /// Header and query parameter names whose values the ``logger`` never
+    /// shows, added to the built-in rules of ``LogRedaction`` (which always
+    /// apply). Default: ``LogRedaction/standard``, the built-in rules only.
+    ///
+    /// ```swift
+    /// configuration.logRedaction.headerNames.insert("X-Tenant-Secret-Ref")
+    /// configuration.logRedaction.queryParameterNames.insert("ticket")
+    /// ```
+    public var logRedaction: LogRedaction {
+        get { observation.redaction }
+        set { observation.redaction = newValue }
     }
 
     /// Monitors every task of sessions made with this configuration receives
@@ -39,15 +55,18 @@ extension SessionConfiguration {
 struct ObservationSettings: Sendable, Hashable {
     var logger: Logger?
     var monitors: [any EventMonitor] = []
+    var redaction = LogRedaction.standard
 
     static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.logger?.label == rhs.logger?.label && lhs.logger?.logLevel == rhs.logger?.logLevel
+            && lhs.redaction == rhs.redaction
             && lhs.monitors.map(ObjectIdentifier.init) == rhs.monitors.map(ObjectIdentifier.init)
     }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(logger?.label)
         hasher.combine(logger?.logLevel)
+        hasher.combine(redaction)
         for monitor in monitors { hasher.combine(ObjectIdentifier(monitor)) }
     }
 }

@@ -13,6 +13,8 @@ import Synchronization
 /// before cancelling), so each monitor's serial queue sees them in order.
 final class SessionObservation: Sendable {
     let logger: Logger?
+    /// Applied to every message and metadata value as it is emitted.
+    let redaction: LogRedaction
     /// Precomputed from the logger's level (read once, when the session is made).
     let logsDebug: Bool
     let logsErrors: Bool
@@ -26,6 +28,7 @@ final class SessionObservation: Sendable {
 
     init(_ settings: ObservationSettings) {
         logger = settings.logger
+        redaction = settings.redaction
         let level = settings.logger?.logLevel
         logsDebug = level.map { $0 <= .debug } ?? false
         logsErrors = level.map { $0 <= .error } ?? false
@@ -78,7 +81,7 @@ final class SessionObservation: Sendable {
     func task(_ task: TransferTask, didAdapt request: Request, result: Result<Request, TransferError>) {
         guard isActive else { return }
         if logsDebug, case .failure(let error) = result {
-            logger?.debug("adapter failed: \(error.code)", metadata: metadata(task))
+            logger?.debug("adapter failed: \(error.code)", metadata: redaction.redacting(metadata(task)))
         }
         fanOut { $0.task(task, didAdaptRequest: request, result: result) }
     }
@@ -90,10 +93,11 @@ final class SessionObservation: Sendable {
             let request = task.originalRequest
             var meta = metadata(task)
             meta["transfer.method"] = "\(request.method.rawValue)"
-            meta["transfer.url"] = "\(LogRedaction.url(request.url))"
+            meta["transfer.url"] = "\(redaction.redacting(request.url))"
             let headers = task.session.configuration.httpAdditionalHeaders.merging(request.headers)
-            meta["transfer.request.headers"] = LogRedaction.metadata(headers)
-            logger?.debug("start \(request.method.rawValue) \(LogRedaction.url(request.url))", metadata: meta)
+            meta["transfer.request.headers"] = redaction.metadata(headers)
+            logger?.debug("start \(request.method.rawValue) \(redaction.redacting(request.url))",
+                          metadata: redaction.redacting(meta))
         }
         fanOut { $0.taskDidResume(task) }
     }
@@ -131,12 +135,12 @@ final class SessionObservation: Sendable {
             var meta = metadata(task)
             meta["transfer.status"] = "\(statusCode)"
             let message: Logger.Message =
-                "redirect \(statusCode) \(LogRedaction.url(from)) -> \(LogRedaction.url(to))"
+                "redirect \(statusCode) \(redaction.redacting(from)) -> \(redaction.redacting(to))"
+            let redacted = redaction.redacting(meta)
             if onEngineThread {
-                let meta = meta
-                task.session.mailbox.post { logger.debug(message, metadata: meta) }
+                task.session.mailbox.post { logger.debug(message, metadata: redacted) }
             } else {
-                logger.debug(message, metadata: meta)
+                logger.debug(message, metadata: redacted)
             }
         }
         fanOut { $0.task(task, willRedirectFrom: from, to: to, statusCode: statusCode) }
@@ -149,7 +153,7 @@ final class SessionObservation: Sendable {
             var meta = metadata(task)
             meta["transfer.attempt"] = "\(attempt)"
             meta["transfer.error"] = "\(error.code)"
-            logger?.debug("retry \(attempt) after \(error.code)", metadata: meta)
+            logger?.debug("retry \(attempt) after \(error.code)", metadata: redaction.redacting(meta))
         }
         fanOut { $0.task(task, willRetry: attempt, after: error) }
     }
@@ -185,7 +189,11 @@ final class SessionObservation: Sendable {
         meta["transfer.error"] = "\(error.code)"
         if let status = error.httpStatus { meta["transfer.status"] = "\(status)" }
         if let curl = error.curlCode { meta["transfer.curlCode"] = "\(curl)" }
-        logger.error("failed \(LogRedaction.url(request.url)): \(error.code): \(error.message)", metadata: meta)
+        // The message may quote URLs (a refused redirect's Location, a cache
+        // miss, curl's own text): redacted here, where the record is emitted.
+        let message = redaction.redacting(text: error.message)
+        logger.error("failed \(redaction.redacting(request.url)): \(error.code): \(message)",
+                     metadata: redaction.redacting(meta))
     }
 
     private func log(completionOf task: TransferTask, metrics: TaskMetrics?, error: TransferError?) {
@@ -206,9 +214,9 @@ final class SessionObservation: Sendable {
         meta["transfer.bytesReceived"] = "\(received)"
         meta["transfer.bytesSent"] = "\(sent)"
         meta["transfer.duration"] = "\(seconds)"
-        if let response { meta["transfer.response.headers"] = LogRedaction.metadata(response.headers) }
+        if let response { meta["transfer.response.headers"] = redaction.metadata(response.headers) }
         let outcome = error == nil ? "completed" : "cancelled"
-        logger.debug("\(outcome) \(status), \(received) bytes in \(seconds) s", metadata: meta)
+        logger.debug("\(outcome) \(status), \(received) bytes in \(seconds) s", metadata: redaction.redacting(meta))
     }
 
     // MARK: - Engine events (loop thread)
@@ -232,9 +240,10 @@ final class SessionObservation: Sendable {
         case .text: prefix = "* "
         }
         let meta = metadata(task)
-        // Header values were redacted in the engine; URLs in request lines
-        // and in curl's notes lose their secret query values here.
-        let text = prefix + LogRedaction.queries(in: line)
+        // The engine redacted the built-in credential headers already; the
+        // names added by the configuration, URL user info (a Location line)
+        // and secret query values in request lines and curl's notes go here.
+        let text = prefix + redaction.redacting(traceLine: line)
         task.session.mailbox.post { logger.trace("\(text)", metadata: meta) }
     }
 }
