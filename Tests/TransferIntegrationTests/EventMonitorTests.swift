@@ -234,3 +234,66 @@ struct EventMonitorTests {
         #expect(first.events == second.events)
     }
 }
+
+/// Wants only completions: keeps the fast path.
+private final class CompletionMonitor: EventMonitor {
+    let queue = DispatchQueue(label: "completion-monitor")
+    private let seen = Locked<[CompletedRequest]>([])
+    private let lifecycleEvents = Locked(0)
+    var interests: EventMonitorInterests { .completion }
+    var completions: [CompletedRequest] { seen.withLock { $0 } }
+    var otherEvents: Int { lifecycleEvents.withLock { $0 } }
+
+    func requestDidComplete(_ completion: CompletedRequest) { seen.withLock { $0.append(completion) } }
+    func taskDidCreate(_ task: TransferTask) { lifecycleEvents.withLock { $0 += 1 } }
+    func task(_ task: TransferTask, didCompleteWith metrics: TaskMetrics?, error: TransferError?) {
+        lifecycleEvents.withLock { $0 += 1 }
+    }
+}
+
+@Suite("Event monitors that want only completions", .serialized)
+struct CompletionMonitorTests {
+    @Test("a completion-only monitor keeps the fast path and hears every request, with metrics, on every path")
+    func completionsOnEveryPath() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let monitor = CompletionMonitor()
+        let session = try makeSession { $0.eventMonitors = [monitor] }
+        defer { session.invalidateAndCancel() }
+
+        // Given a session whose one monitor wants only completions: the fast path stays open
+        #expect(session.usesFastPath)
+        #expect(!session.hasEventMonitors)
+
+        // When requests go through data(for:), a batch, a failing request and a task
+        _ = try await session.data(for: Request(url: server.url("/bytes/10?seed=1")))
+        let batch = await session.data(for: (0..<5).map { Request(url: server.url("/bytes/\($0 + 1)?seed=2")) })
+        #expect(batch.allSatisfy { (try? $0.get()) != nil })
+        _ = try? await session.data(for: Request(url: server.url("/truncate/4000?send=1000")))
+        let task = session.dataTask(with: Request(url: server.url("/status/404"))) { _, _, _ in }
+        task.resume()
+
+        // Then each one reaches the monitor once, with its response and metrics
+        try await Wait.until("8 completions", timeout: .seconds(30)) { monitor.completions.count == 8 }
+        let completions = monitor.completions
+        let fast = completions.filter { $0.taskIdentifier == nil }
+        #expect(fast.count == 7)
+        #expect(completions.filter { $0.taskIdentifier == task.taskIdentifier }.count == 1)
+        let ok = completions.filter { $0.error == nil }
+        #expect(ok.count == 7)
+        #expect(ok.allSatisfy { $0.metrics != nil && ($0.metrics?.total ?? -1) >= 0 })
+        #expect(ok.compactMap { $0.response?.statusCode }.sorted() == [200, 200, 200, 200, 200, 200, 404])
+        let failed = try #require(completions.first { $0.error != nil })
+        #expect(failed.error?.code == .truncatedResponse)
+        // And it got none of the per-task events, not even for the task
+        #expect(monitor.otherEvents == 0)
+    }
+
+    @Test("a monitor that wants the per-task events still takes requests off the fast path")
+    func fullMonitorClosesTheFastPath() throws {
+        let session = try makeSession { $0.eventMonitors = [RecordingMonitor(label: "full")] }
+        defer { session.invalidateAndCancel() }
+        #expect(!session.usesFastPath)
+        #expect(session.hasEventMonitors)
+    }
+}

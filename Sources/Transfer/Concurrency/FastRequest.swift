@@ -37,6 +37,10 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     private var rawHeaders: String?
     /// Set at finish (loop thread), handed over at the end of the pass.
     private var outcome: BatchResult?
+    /// What event monitors get (``EventMonitor/requestDidComplete(_:)``),
+    /// made at finish only when some monitor wants it; taken at the end of
+    /// the pass (loop thread).
+    var completion: CompletedRequest?
 
     /// The result, leaving none behind (a batch keeps its requests until it ends).
     func takeOutcome() -> BatchResult? {
@@ -186,9 +190,16 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             session.observation.fastRequest(request, didFailWith: error, mailbox: session.mailbox)
             value = .failure(error)
         }
-        let metrics = run?.options.collectsMetrics == true ? result.metrics : nil
-        outcome = BatchResult(index: index, result: value, metrics: metrics,
+        let wantsCompletion = session.observation.wantsCompletions
+        let metrics = run?.options.collectsMetrics == true || wantsCompletion ? result.metrics : nil
+        outcome = BatchResult(index: index, result: value, metrics: run?.options.collectsMetrics == true ? metrics : nil,
                               bytesReceived: result.bodyBytesReceived)
+        if wantsCompletion {
+            let error: TransferError?
+            if case .failure(let failure) = value { error = failure } else { error = nil }
+            completion = CompletedRequest(request: request, response: response, metrics: metrics, error: error,
+                                          taskIdentifier: nil)
+        }
         session.engine.pass.didFinish(self)
     }
 }

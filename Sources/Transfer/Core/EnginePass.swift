@@ -38,6 +38,17 @@ final class EnginePass: @unchecked Sendable {
                 }
             }
             if !singles.isEmpty { registry.remove(singles) }
+            // Event monitors that want completions: one hand-over per pass,
+            // before the callers go on.
+            if let observation = done.first?.session.observation, observation.wantsCompletions {
+                var completions: [CompletedRequest] = []
+                completions.reserveCapacity(done.count)
+                for request in done {
+                    if let completion = request.completion { completions.append(completion) }
+                    request.completion = nil
+                }
+                observation.requestsDidComplete(completions)
+            }
             for request in done where request.run == nil { request.resumeCaller() }
             for run in runs.values { run.passDidEnd() }
         }

@@ -20,8 +20,14 @@ final class SessionObservation: Sendable {
     let logsErrors: Bool
     /// libcurl's verbose trace is asked for (``TransferFlags/trace``).
     let tracesCurl: Bool
+    /// A monitor that wants the per-task events: requests need tasks then.
     private let monitorsPresent: Atomic<Bool>
+    /// Any monitor at all: every one gets ``EventMonitor/requestDidComplete(_:)``.
+    private let completionsWanted: Atomic<Bool>
+    /// The monitors of ``monitorsPresent``.
     private let monitors: Protected<[any EventMonitor]>
+    /// Every monitor.
+    private let completionMonitors: Protected<[any EventMonitor]>
     /// Events handed to monitors so far, counted one per monitor (for
     /// tests: a session without monitors must stay at 0).
     private let dispatched = Atomic<Int>(0)
@@ -33,8 +39,11 @@ final class SessionObservation: Sendable {
         logsDebug = level.map { $0 <= .debug } ?? false
         logsErrors = level.map { $0 <= .error } ?? false
         tracesCurl = level == .trace
-        monitorsPresent = Atomic(!settings.monitors.isEmpty)
-        monitors = Protected(settings.monitors)
+        let lifecycle = settings.monitors.filter { $0.interests.contains(.taskLifecycle) }
+        monitorsPresent = Atomic(!lifecycle.isEmpty)
+        monitors = Protected(lifecycle)
+        completionsWanted = Atomic(!settings.monitors.isEmpty)
+        completionMonitors = Protected(settings.monitors)
     }
 
     /// At least one monitor is registered.
@@ -49,9 +58,29 @@ final class SessionObservation: Sendable {
     /// Someone wants lifecycle events: a monitor, or a logger at debug.
     var isActive: Bool { logsDebug || monitorsPresent.load(ordering: .relaxed) }
 
+    /// Some monitor wants ``EventMonitor/requestDidComplete(_:)`` (every monitor does).
+    var wantsCompletions: Bool { completionsWanted.load(ordering: .relaxed) }
+
     func add(_ monitor: any EventMonitor) {
+        completionMonitors.withLock { $0.append(monitor) }
+        completionsWanted.store(true, ordering: .releasing)
+        guard monitor.interests.contains(.taskLifecycle) else { return }
         monitors.withLock { $0.append(monitor) }
         monitorsPresent.store(true, ordering: .releasing)
+    }
+
+    /// Hands `completions` (in the order they finished) to every monitor:
+    /// one hop per monitor, however many there are (a loop pass of the fast
+    /// path hands over all of its requests at once).
+    func requestsDidComplete(_ completions: [CompletedRequest]) {
+        guard completionsWanted.load(ordering: .acquiring), !completions.isEmpty else { return }
+        let current = completionMonitors.withLock { $0 }
+        dispatched.add(current.count, ordering: .relaxed)
+        for monitor in current {
+            monitor.queue.async {
+                for completion in completions { monitor.requestDidComplete(completion) }
+            }
+        }
     }
 
     /// Queues `body` on each monitor's queue.
@@ -160,8 +189,16 @@ final class SessionObservation: Sendable {
 
     /// Delegate queue, once per task.
     func taskDidComplete(_ task: TransferTask, metrics: TaskMetrics?, error: TransferError?) {
-        guard isActive || logsErrors else { return }
+        guard isActive || logsErrors || wantsCompletions else { return }
         log(completionOf: task, metrics: metrics, error: error)
+        defer {
+            // After the task's own events: a monitor's queue is serial.
+            if wantsCompletions {
+                requestsDidComplete([CompletedRequest(request: task.originalRequest, response: task.response,
+                                                      metrics: metrics, error: error,
+                                                      taskIdentifier: task.taskIdentifier)])
+            }
+        }
         fanOut { monitor in
             if let metrics, !metrics.reusedConnection {
                 if metrics.nameLookup >= 0 { monitor.task(task, didFinishNameLookupIn: metrics.nameLookup) }

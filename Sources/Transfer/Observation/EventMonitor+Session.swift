@@ -9,10 +9,12 @@ extension SessionManager {
         observation.add(monitor)
     }
 
-    /// Whether any ``EventMonitor`` is registered (from the configuration or
-    /// ``addEventMonitor(_:)``): one relaxed atomic load, for code that
-    /// skips work nobody observes (a fast path for unobserved requests must
-    /// still report to monitors when this is true, and when
-    /// ``SessionConfiguration/logger`` logs at debug or below).
+    /// Whether an ``EventMonitor`` that wants the per-task events
+    /// (``EventMonitorInterests/taskLifecycle``) is registered, from the
+    /// configuration or ``addEventMonitor(_:)``: one relaxed atomic load, for
+    /// code that skips work nobody observes (a fast path for unobserved
+    /// requests must still report to monitors when this is true, and when
+    /// ``SessionConfiguration/logger`` logs at debug or below). Monitors that
+    /// want only completions do not count: the fast path serves them.
     public var hasEventMonitors: Bool { observation.hasEventMonitors }
 }

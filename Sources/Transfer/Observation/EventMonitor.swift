@@ -53,6 +53,59 @@ public protocol EventMonitor: AnyObject, Sendable {
     func task(_ task: TransferTask, didCompleteWith metrics: TaskMetrics?, error: TransferError?)
     /// The task was cancelled (its completion follows).
     func taskDidCancel(_ task: TransferTask)
+
+    /// What this monitor wants (default ``EventMonitorInterests/all``). A
+    /// monitor that wants only ``EventMonitorInterests/completion`` gets
+    /// ``requestDidComplete(_:)`` and nothing else, and leaves requests on
+    /// the fast path of ``SessionManager/data(for:)`` and the batch API:
+    /// observing completions with their metrics then costs one hop per loop
+    /// pass, not a task per request.
+    var interests: EventMonitorInterests { get }
+
+    /// A request completed, whatever path it took: a task, or the fast path
+    /// (which makes no task). Sent to every monitor, whatever its
+    /// ``interests``; after the task's own completion events, if it had a task.
+    func requestDidComplete(_ completion: CompletedRequest)
+}
+
+/// The events an ``EventMonitor`` wants.
+public struct EventMonitorInterests: OptionSet, Sendable {
+    public let rawValue: Int
+    /// Creates a set from its raw value.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// ``EventMonitor/requestDidComplete(_:)``, for every request.
+    public static let completion = EventMonitorInterests(rawValue: 1 << 0)
+    /// The per-task events (created, resumed, response, redirect, retry,
+    /// completed, cancelled): every request then goes through a task.
+    public static let taskLifecycle = EventMonitorInterests(rawValue: 1 << 1)
+    /// Everything.
+    public static let all: EventMonitorInterests = [.completion, .taskLifecycle]
+}
+
+/// One completed request, as ``EventMonitor/requestDidComplete(_:)`` gets it.
+public struct CompletedRequest: Sendable {
+    /// The request as the caller made it.
+    public var request: Request
+    /// The final response head, when one arrived.
+    public var response: HTTPResponse?
+    /// The engine's timings and counts, when the engine ran the request.
+    public var metrics: TaskMetrics?
+    /// Why it failed, or nil.
+    public var error: TransferError?
+    /// The task's identifier; nil for a request of the fast path.
+    public var taskIdentifier: Int?
+
+    /// Creates a record (for tests of your own monitors).
+    public init(request: Request, response: HTTPResponse?, metrics: TaskMetrics?, error: TransferError?,
+                taskIdentifier: Int?)
+    {
+        self.request = request
+        self.response = response
+        self.metrics = metrics
+        self.error = error
+        self.taskIdentifier = taskIdentifier
+    }
 }
 
 /// The serial queue of monitors that do not choose one.
@@ -72,4 +125,6 @@ extension EventMonitor {
     public func task(_ task: TransferTask, willRetry attempt: Int, after error: TransferError) {}
     public func task(_ task: TransferTask, didCompleteWith metrics: TaskMetrics?, error: TransferError?) {}
     public func taskDidCancel(_ task: TransferTask) {}
+    public var interests: EventMonitorInterests { .all }
+    public func requestDidComplete(_ completion: CompletedRequest) {}
 }
