@@ -531,6 +531,15 @@ var configuration = SessionConfiguration.default
 configuration.eventMonitors = [Timings()]
 let session = try SessionManager(configuration: configuration)
 session.addEventMonitor(Timings())   // later, from any thread
+final class RequestMetrics: EventMonitor {
+    let queue = DispatchQueue(label: "metrics")
+    var interests: EventMonitorInterests { .completion }
+
+    func requestDidComplete(_ completion: CompletedRequest) {
+        let seconds = completion.metrics?.total ?? 0
+        print(completion.response?.statusCode ?? 0, seconds)
+    }
+}
 }
 
 private func doccGettingStarted() async throws {
@@ -558,6 +567,8 @@ logger.logLevel = .debug          // .trace adds libcurl's verbose trace
 var configuration = SessionConfiguration.default
 configuration.logger = logger
 let session = try SessionManager(configuration: configuration)
+configuration.logRedaction.headerNames.insert("X-Tenant-Ref")
+configuration.logRedaction.queryParameterNames.insert("ticket")
 }
 
 private func doccMetrics() async throws {
@@ -695,6 +706,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 60)
+        #expect(count == 62)
     }
 }

@@ -46,9 +46,9 @@ public struct Options: Sendable {
     public var checkOnly = false
     /// `--api data|batch` (bench-transfer, `many`): one `data(for:)` per request (default), or the batch API.
     public var api = "data"
-    /// `--observe logger|monitor` (bench-transfer): a logger at `.info` (the per-request
+    /// `--observe logger|monitor|completion` (bench-transfer): a logger at `.info` (the per-request
     /// events are `.debug`: logging configured but off), or one event monitor that counts
-    /// every event. Measures what observation costs.
+    /// every event, or one that wants only completions. Measures what observation costs.
     public var observe: String?
     /// `--stream none|hook|slow` (bench-transfer, `download-discard`): drop the body in C
     /// (default), stream it through the `dataTaskDidReceiveData` hook, or read it through
@@ -101,7 +101,7 @@ public struct Options: Sendable {
                 api = text
             case "--observe":
                 let text = try value(name)
-                guard text == "logger" || text == "monitor" else { throw BenchError("unknown --observe \(text)") }
+                guard ["logger", "monitor", "completion"].contains(text) else { throw BenchError("unknown --observe \(text)") }
                 observe = text
             default: throw BenchError("unknown argument \(name)")
             }

@@ -22,6 +22,19 @@ final class CountingMonitor: EventMonitor {
     }
 }
 
+/// `--observe completion`: one monitor that wants only completions, with
+/// their metrics (it adds up the time to first byte): the fast path stays.
+final class CompletionCountingMonitor: EventMonitor {
+    let queue = DispatchQueue(label: "bench.completion")
+    let completions = Atomic<Int>(0)
+    let firstByteMicros = Atomic<Int>(0)
+    var interests: EventMonitorInterests { .completion }
+    func requestDidComplete(_ completion: CompletedRequest) {
+        completions.add(1, ordering: .relaxed)
+        firstByteMicros.add(Int((completion.metrics?.firstByte ?? 0) * 1e6), ordering: .relaxed)
+    }
+}
+
 func makeSession(_ options: Options) throws -> SessionManager {
     var configuration = SessionConfiguration.default
     configuration.maxConnectionsPerHost = max(6, options.concurrency)
@@ -37,6 +50,8 @@ func makeSession(_ options: Options) throws -> SessionManager {
         configuration.logger = logger
     case "monitor":
         configuration.eventMonitors = [CountingMonitor()]
+    case "completion":
+        configuration.eventMonitors = [CompletionCountingMonitor()]
     default:
         break
     }
