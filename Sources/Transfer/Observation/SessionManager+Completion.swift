@@ -1,0 +1,93 @@
+import Dispatch
+import Foundation
+
+// The end of every task, fanned out: monitors and the logger, hooks and the
+// delegate, the completion handlers (raw, then serialized off the delegate
+// queue), the notification, then the async waiter.
+
+extension SessionManager {
+    /// Once per task, on the delegate queue: hooks, delegate, notification,
+    /// completion handler (queued), then the async waiter.
+    ///
+    /// A data task that became a download gets no `taskDidComplete` hook or
+    /// delegate call (as with URLSession, those went to the download task);
+    /// its notification, observers, completion handler and waiter still run.
+    func taskDidComplete(_ task: TransferTask, error: TransferError?, outcome: Outcome?, waiter: (any TaskWaiter)?) {
+        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        let handedOver = !(task is DownloadTask) && error?.downloadTask != nil
+        if !handedOver { observation.taskDidComplete(task, metrics: outcome?.metrics, error: error) }
+        if let metrics = outcome?.metrics {
+            hooks.taskDidFinishCollectingMetrics?(self, task, metrics)
+            delegate?.session(self, task: task, didFinishCollecting: metrics)
+        }
+        if !handedOver {
+            hooks.taskDidComplete?(self, task, error)
+            delegate?.session(self, task: task, didCompleteWithError: error)
+        }
+
+        var userInfo: [String: Any] = [:]
+        if let error { userInfo[TransferNotificationKey.error] = error }
+        if let metrics = outcome?.metrics { userInfo[TransferNotificationKey.metrics] = metrics }
+        if let response = task.response { userInfo[TransferNotificationKey.response] = response }
+
+        // Out of the task lists before anyone hears of the completion.
+        forget(task)
+        if let data = task as? DataTask {
+            data.callCompletion(error: error, hasWaiter: waiter != nil)
+            if let body = data.resultData { userInfo[TransferNotificationKey.responseData] = body }
+            // The response serializer (AF's) runs off this queue; it queues
+            // the serialized handler, posts the notification, then wakes the waiter.
+            data.deliverSerialized(error: error, userInfo: userInfo, waiter: waiter)
+            return
+        } else {
+            userInfo[TransferNotificationKey.responseSerializer] = responseSerializer
+            if let download = task as? DownloadTask {
+                download.callCompletion(error: error)
+                if let url = download.fileURL {
+                    userInfo[TransferNotificationKey.assetPath] = url
+                    // As AF: a download's serialized response is its file.
+                    userInfo[TransferNotificationKey.serializedResponse] = url
+                }
+            }
+            // As AF: posted after the completion handler was queued.
+            postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
+        }
+        waiter?.taskDidComplete(task, error: error)
+    }
+
+    /// Runs `body` on the completion queue, inside the completion group.
+    func runCompletion(_ body: @escaping @Sendable () -> Void) {
+        let (queue, group) = state.withLock { ($0.completionQueue, $0.completionGroup) }
+        (queue ?? Self.defaultCompletionQueue).async(group: group, execute: body)
+    }
+
+    /// Where response serializers run: concurrent (JSON from many tasks is
+    /// parsed at once), never the serial delegate queue; inside the
+    /// completion group, since a serialized handler follows.
+    func runSerialization(_ body: @escaping @Sendable () -> Void) {
+        let group = state.withLock { $0.completionGroup }
+        Self.serializationQueue.async(group: group, execute: body)
+    }
+
+    private static let serializationQueue = DispatchQueue(label: "transfer.serialization", attributes: .concurrent)
+
+    func postTaskNotification(_ name: Notification.Name, task: TransferTask) {
+        postNotification(name, task: task, userInfo: [:])
+    }
+
+    /// - Parameter fromAnyQueue: Post on the calling thread (a task's last
+    ///   notification, after serialization); otherwise from the delegate queue.
+    func postNotification(_ name: Notification.Name, task: TransferTask, userInfo: [String: Any],
+                          fromAnyQueue: Bool = false)
+    {
+        // NotificationCenter is thread-safe; posting from the delegate queue
+        // keeps notifications in the order of the events they describe.
+        let info = UncheckedUserInfo(value: userInfo)
+        let post: @Sendable () -> Void = { NotificationCenter.default.post(name: name, object: task, userInfo: info.value) }
+        if fromAnyQueue || DispatchQueue.getSpecific(key: queueKey) != nil {
+            post()
+        } else {
+            delegateQueue.async(execute: post)
+        }
+    }
+}
