@@ -30,13 +30,17 @@ Every stream gets `body(path)`, unless the mode says otherwise:
                      sends the head and part of the body of the lowest of
                      them, then GOAWAY naming that stream as the last one
                      processed, then closes. Later connections serve all.
-  h2-rst             a stream whose path starts with /rst gets its head, part
-                     of its body, then RST_STREAM(INTERNAL_ERROR); others
-                     are served on the same connection.
+  h2-rst             a stream whose path starts with /rst gets its head and
+                     part of its body; once the test sends SIGUSR1 (it has
+                     read some body; at most 10 s), RST_STREAM
+                     (INTERNAL_ERROR). Others are served meanwhile on the
+                     same connection.
   h2-settings-flood  FLOOD SETTINGS frames right after the preface, then
                      serves normally.
-  h2-no-window       SETTINGS_INITIAL_WINDOW_SIZE 0 and never a
-                     WINDOW_UPDATE: a request body can never be sent.
+  h2-no-window       never a WINDOW_UPDATE: a request body larger than the
+                     initial 65535-byte window can never be sent in full.
+                     (Not an initial window of 0: a client may send within
+                     the default window before our SETTINGS arrive.)
   h2-one-stream      SETTINGS_MAX_CONCURRENT_STREAMS 1.
 """
 
@@ -256,8 +260,6 @@ class H2Server:
                                            header_encoding="utf-8")
         conn = h2.connection.H2Connection(config=config)
         initial = {}
-        if self.mode == "h2-no-window":
-            initial[SettingCodes.INITIAL_WINDOW_SIZE] = 0
         if self.mode == "h2-one-stream":
             initial[SettingCodes.MAX_CONCURRENT_STREAMS] = 1
         if initial:
@@ -308,7 +310,8 @@ class H2Server:
             if end:
                 conn.end_stream(stream_id)
 
-        tls.settimeout(0.2 if goaway_due else None)
+        to_reset = []    # h2-rst: reset once the test opened the gate
+        tls.settimeout(0.2 if goaway_due or self.mode == "h2-rst" else None)
         while True:
             try:
                 data = tls.recv(65536)
@@ -350,9 +353,7 @@ class H2Server:
                             ])
                             send_body(ev.stream_id, body(path, 1000),
                                       end=False)
-                            conn.reset_stream(ev.stream_id,
-                                              ErrorCodes.INTERNAL_ERROR)
-                            event("reset stream %d" % ev.stream_id)
+                            to_reset.append(ev.stream_id)
                         else:
                             respond(ev.stream_id, path)
                     else:
@@ -366,6 +367,12 @@ class H2Server:
                             ev.flow_controlled_length, ev.stream_id)
                 elif isinstance(ev, h2.events.ConnectionTerminated):
                     event("client sent GOAWAY (%s)" % ev.error_code)
+            if to_reset and (GATE.is_set()
+                             or time.monotonic() - started > 10):
+                for stream_id in to_reset:
+                    conn.reset_stream(stream_id, ErrorCodes.INTERNAL_ERROR)
+                    event("reset stream %d" % stream_id)
+                to_reset = []
             if goaway_due and served_first and pending and (
                     len(pending) >= self.wait
                     or time.monotonic() - started > 5):
