@@ -59,7 +59,7 @@ struct HTTP2FaultTests {
         return nil
     }
 
-    @Test("GOAWAY with streams in flight: the unprocessed ones are retried on a new connection, the processed one fails")
+    @Test("GOAWAY with streams in flight: unprocessed ones are retried on a new connection, the processed one fails")
     func goawayWithStreamsInFlight() async throws {
         let server = try server("h2-goaway", ["--wait", "3"])
         defer { server.stop() }
@@ -80,7 +80,8 @@ struct HTTP2FaultTests {
         let failed = error(results[processed])
         #expect(failed?.code == .truncatedResponse, "\(processed): \(String(describing: failed))")
         for path in inFlight.dropFirst() {
-            #expect(try results[path]?.get() == FaultServer.body(for: path), "\(path): \(String(describing: results[path]))")
+            #expect(try results[path]?.get() == FaultServer.body(for: path),
+                    "\(path): \(String(describing: results[path]))")
             let retried = server.events.contains {
                 $0.hasPrefix("stream ") && $0.contains(" \(path) on connection ")
                     && !$0.hasSuffix(" on connection 1")
@@ -114,7 +115,8 @@ struct HTTP2FaultTests {
         #expect(!FileManager.default.fileExists(atPath: destination.path))
         #expect(!FileManager.default.fileExists(atPath: destination.path + ".part"))
         for path in paths {
-            #expect(try results[path]?.get() == FaultServer.body(for: path), "\(path): \(String(describing: results[path]))")
+            #expect(try results[path]?.get() == FaultServer.body(for: path),
+                    "\(path): \(String(describing: results[path]))")
         }
         // All on the one connection: the reset did not take the others down.
         #expect(!server.events.contains("connection 2"), "\(server.events)")
@@ -170,7 +172,8 @@ struct HTTP2FaultTests {
         let results = await fetchAll(session, server, paths)
 
         for path in paths {
-            #expect(try results[path]?.get() == FaultServer.body(for: path), "\(path): \(String(describing: results[path]))")
+            #expect(try results[path]?.get() == FaultServer.body(for: path),
+                    "\(path): \(String(describing: results[path]))")
         }
     }
 }

@@ -72,7 +72,7 @@ struct TLSFaultTests {
     /// stream in its own read path, below the SSL_CTX hook, so the engine cannot tell the
     /// two closes apart. Documented in docs/FAILURE-MODES.md: a body without length or
     /// chunking over TLS can be cut by a forged FIN; a body with a length cannot.
-    @Test("a close without close_notify: a close-delimited body completes as curl's does; a body with a length is truncated")
+    @Test("no close_notify: a close-delimited body completes as curl's does; a body with a length is truncated")
     func closeWithoutCloseNotify() async throws {
         let cut = try server("tls-no-notify")
         defer { cut.stop() }
