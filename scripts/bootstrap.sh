@@ -13,6 +13,9 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 # TLS in front of the test HTTP proxy (TestSupport/TLSFront.swift).
 command -v socat >/dev/null 2>&1 || need+=(socat)
+# The misbehaving TLS and HTTP/2 servers (Tests/Fixtures/faultserver.py,
+# TestSupport/FaultServer.swift) run on Debian's python3 with its h2 package.
+/usr/bin/python3 -c 'import h2' >/dev/null 2>&1 || need+=(python3-h2)
 
 if [ ${#need[@]} -gt 0 ]; then
     echo "bootstrap: installing ${need[*]}"

@@ -36,7 +36,9 @@ ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st)
   int in_head = st && st->in_head;
 
   /* A proxy that answered CONNECT with other than 2xx, or a forwarded
-   * request with 407 (cti_proxy_refusal): libcurl says RECV_ERROR or OK. */
+   * request with 407, or whose connection ended before it answered
+   * CONNECT (cti_proxy_refusal): libcurl says RECV_ERROR, SEND_ERROR,
+   * GOT_NOTHING or OK. */
   if(st && st->proxy_refusal)
     return CT_E_PROXY;
 

@@ -404,8 +404,10 @@ CURLcode cti_cookies_setup(struct cti_transfer *t);
 void cti_cookies_done(struct cti_transfer *t);
 /* The status with which a proxy refused the transfer: a CONNECT answered
  * with other than 2xx, or (explicit proxies only) a 407 to a forwarded
- * request; 0 when none. Fills t->errbuf when curl left it empty. */
-long cti_proxy_refusal(struct cti_transfer *t);
+ * request; -1 when an explicit http(s) proxy's connection ended before it
+ * answered CONNECT (`cc` is how the transfer ended; the message then says
+ * so); 0 when none. Fills t->errbuf when curl left it empty. */
+long cti_proxy_refusal(struct cti_transfer *t, CURLcode cc);
 void cti_proxy_free(struct cti_proxy *p);
 
 /* --- ct_journal.c ------------------------------------------------------ */
@@ -641,7 +643,8 @@ struct cti_failure {
   int chunked;             /* the response body is chunked */
   long redirects;          /* redirects followed (CURLINFO_REDIRECT_COUNT) */
   long os_errno;           /* CURLINFO_OS_ERRNO: 0 when no socket error */
-  long proxy_refusal;      /* cti_proxy_refusal(): 0, or the proxy's no */
+  long proxy_refusal;      /* cti_proxy_refusal(): 0, or the proxy's no
+                              (-1: it died before answering CONNECT) */
 };
 
 /* The one CURLcode -> ct_code table; `st` may be NULL (no state). */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct cti_proxy {
   char *url;          /* CURLOPT_PROXY; "" none; NULL the environment's */
@@ -121,12 +122,63 @@ CURLcode cti_proxy_setup(struct cti_transfer *t)
   return CURLE_OK;
 }
 
-long cti_proxy_refusal(struct cti_transfer *t)
+/* The port of an explicit http(s) proxy ("SCHEME://HOST:PORT", as the
+ * Swift layer writes it); 0 for none, SOCKS or the environment's. */
+static long explicit_http_proxy_port(const struct cti_proxy *p)
+{
+  const char *colon;
+  char *end = NULL;
+  long port;
+
+  if(!p || !p->url || (strncmp(p->url, "http://", 7) &&
+                       strncmp(p->url, "https://", 8)))
+    return 0;
+  colon = strrchr(p->url, ':');
+  if(!colon || colon[1] < '0' || colon[1] > '9')
+    return 0;
+  port = strtol(colon + 1, &end, 10);
+  return end && !*end ? port : 0;
+}
+
+/* A tunnel the proxy never answered: libcurl fails it with RECV_ERROR
+ * ("Connection reset by peer"), SEND_ERROR or GOT_NOTHING, which alone
+ * reads as a transport failure of the origin. It is the proxy's when the
+ * URL needed a CONNECT (https), no CONNECT answer was parsed, and the
+ * connection libcurl made was to the proxy's port (not a bypass). */
+static int died_before_connect_answer(struct cti_transfer *t, CURLcode cc)
+{
+  long code = 0;
+  long port = 0;
+  long proxy_port = explicit_http_proxy_port(t->proxy);
+  char *url = NULL;
+
+  if(cc != CURLE_RECV_ERROR && cc != CURLE_SEND_ERROR &&
+     cc != CURLE_GOT_NOTHING)
+    return 0;
+  if(!proxy_port ||
+     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK ||
+     !url || strncasecmp(url, "https://", 8) ||
+     curl_easy_getinfo(t->easy, CURLINFO_HTTP_CONNECTCODE, &code) !=
+     CURLE_OK || code != 0 ||
+     curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_PORT, &port) != CURLE_OK)
+    return 0;
+  return port == proxy_port;
+}
+
+long cti_proxy_refusal(struct cti_transfer *t, CURLcode cc)
 {
   long code = 0;
 
   if(!t->easy)
     return 0;
+  if(died_before_connect_answer(t, cc)) {
+    char detail[sizeof(t->errbuf)];
+    snprintf(detail, sizeof(detail), "%s", t->errbuf);
+    snprintf(t->errbuf, sizeof(t->errbuf), "the proxy closed the "
+             "connection before answering CONNECT%s%s", detail[0] ? ": " :
+             "", detail);
+    return -1;
+  }
   /* CURLINFO_HTTP_CONNECTCODE: the last CONNECT answer, 0 without one.
    * libcurl fails a tunnel that is not 2xx with RECV_ERROR ("CONNECT
    * tunnel failed, response 407"), which alone would read as transport. */

@@ -72,7 +72,7 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
 
   if(t->local_code != CT_OK)
     return t->local_code;
-  if(cc == CURLE_OK && !cti_proxy_refusal(t))
+  if(cc == CURLE_OK && !cti_proxy_refusal(t, cc))
     return CT_OK;
   if(t->verdict.reason != CT_TLS_OK) {
     switch(t->verdict.reason) {
@@ -86,7 +86,7 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
     }
   }
   memset(&st, 0, sizeof(st));
-  st.proxy_refusal = cti_proxy_refusal(t);
+  st.proxy_refusal = cti_proxy_refusal(t, cc);
   st.in_head = t->phase == CT_PHASE_HEAD;
   st.in_body = cti_transfer_head_delivered(t);
   st.following_redirect = t->phase != CT_PHASE_HEAD &&
