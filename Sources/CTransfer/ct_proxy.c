@@ -175,7 +175,7 @@ long cti_proxy_refusal(struct cti_transfer *t, CURLcode cc)
     char detail[sizeof(t->errbuf)];
     snprintf(detail, sizeof(detail), "%s", t->errbuf);
     snprintf(t->errbuf, sizeof(t->errbuf), "the proxy closed the "
-             "connection before answering CONNECT%s%s", detail[0] ? ": " :
+             "connection before answering CONNECT%s%.180s", detail[0] ? ": " :
              "", detail);
     return -1;
   }
