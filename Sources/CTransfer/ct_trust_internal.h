@@ -18,15 +18,15 @@
 #define SPKI_LEN 32
 
 struct host_rule {
-  char **patterns;
+  char *_Nonnull *_Nullable patterns;
   size_t pattern_count;
-  char **exclusions;
+  char *_Nonnull *_Nullable exclusions;
   size_t exclusion_count;
   int include_subdomains;
-  unsigned char (*spki)[SPKI_LEN];     /* explicit SPKI pins */
+  unsigned char (*_Nullable spki)[SPKI_LEN];  /* explicit SPKI pins */
   size_t spki_count;
-  STACK_OF(X509) *certs;               /* certificate pins */
-  char **report_pins;                  /* base64 of all pins, for reports */
+  STACK_OF(X509) *_Nullable certs;     /* certificate pins */
+  char *_Nonnull *_Nullable report_pins;  /* base64 of all pins, for reports */
   size_t report_pin_count;
   int64_t expires;
   int report_only;
@@ -38,31 +38,31 @@ struct ct_trust_policy {
   ct_pinning_mode mode;
   int allow_invalid;
   int validates_domain;
-  STACK_OF(X509) *pinned_certs;
-  X509_STORE *pinned_store;            /* the pinned certs as anchors */
-  unsigned char (*pinned_spki)[SPKI_LEN];  /* explicit + from certs */
+  STACK_OF(X509) *_Nullable pinned_certs;
+  X509_STORE *_Nullable pinned_store;  /* the pinned certs as anchors */
+  unsigned char (*_Nullable pinned_spki)[SPKI_LEN];  /* explicit + from certs */
   size_t pinned_spki_count;
   size_t explicit_spki_count;
-  struct host_rule *rules;
+  struct host_rule *_Nullable rules;
   size_t rule_count;
-  ct_pin_report_fn report_fn;
-  void *report_ctx;
-  void (*report_release)(void *ctx);
-  ct_trust_challenge_fn challenge_fn;
-  void *challenge_ctx;
-  void (*challenge_release)(void *ctx);
+  ct_pin_report_fn _Nullable report_fn;
+  void *_Nullable report_ctx;
+  void (*_Nullable report_release)(void *_Nullable ctx);
+  ct_trust_challenge_fn _Nullable challenge_fn;
+  void *_Nullable challenge_ctx;
+  void (*_Nullable challenge_release)(void *_Nullable ctx);
 };
 
 struct ct_trust_anchors {
-  X509_STORE *store;
+  X509_STORE *_Nullable store;
 };
 
 /* ---- ct_trust_cert.c --- */
 
 /* SHA-256 of the certificate's SubjectPublicKeyInfo; 1 on success. */
-int cti_spki_sha256(X509 *_Nonnull cert, unsigned char out[SPKI_LEN]);
+int cti_spki_sha256(X509 *_Nonnull cert, unsigned char out[_Nonnull SPKI_LEN]);
 /* 44 characters of base64 and a NUL. */
-void cti_spki_base64(const unsigned char hash[SPKI_LEN], char out[45]);
+void cti_spki_base64(const unsigned char hash[_Nonnull SPKI_LEN], char out[_Nonnull 45]);
 /* Exactly one DER certificate (no trailing bytes), or NULL. */
 X509 *_Nullable cti_der_to_x509(const uint8_t *_Nullable der, size_t length);
 
