@@ -185,7 +185,7 @@ final class Engine: Sendable {
     // A command on a transfer that has finished meanwhile is a no-op.
 
     @discardableResult
-    func cancel(_ id: UInt64, keepPartial: Bool = false) -> ct_code {
+    func cancel(_ id: UInt64, keepPartial: Bool) -> ct_code {
         ct_loop_cancel(loop, id, keepPartial ? 1 : 0)
     }
 

@@ -17,6 +17,9 @@ public final class SessionManager: Sendable {
     /// The session's response cache (``SessionConfiguration/responseCache``); nil: none.
     public let responseCache: ResponseCache?
     let engine: Engine
+    /// What tasks ask of the engine for their transfers: `engine`, or a
+    /// test's own (``TransferEngine``).
+    let transfers: any TransferEngine
     /// Tests only: runs on the submitting thread after the engine accepted a
     /// task's transfer and before the task records its id (with the task's
     /// lock held), to widen that window on purpose.
@@ -69,7 +72,16 @@ public final class SessionManager: Sendable {
     ///
     /// - Throws: ``TransferError`` when the engine cannot start (no threads or
     ///   fds left, or `configuration.caFile` cannot be loaded).
-    public init(configuration: SessionConfiguration = .default) throws(TransferError) {
+    public convenience init(configuration: SessionConfiguration = .default) throws(TransferError) {
+        try self.init(configuration: configuration, transferEngine: nil)
+    }
+
+    /// A session whose tasks ask `transferEngine` (made from the real engine)
+    /// for their transfers instead of the engine itself: the seam of tests
+    /// that drive a task event by event.
+    init(configuration: SessionConfiguration,
+         transferEngine: ((Engine) -> any TransferEngine)?) throws(TransferError)
+    {
         self.configuration = configuration
         let label = "transfer.session.\(ObjectIdentifier(Self.self).hashValue)"
         delegateQueue = DispatchQueue(label: label + ".delegate")
@@ -77,6 +89,7 @@ public final class SessionManager: Sendable {
         responseCache = configuration.responseCache
         engine = try Engine(configuration: configuration, delegateQueue: delegateQueue, cookieStore: cookieStore)
         mailbox = engine.mailbox
+        transfers = transferEngine?(engine) ?? engine
         observation = SessionObservation(configuration.observation)
         temporaryDirectory = URL(fileURLWithPath: TemporaryFolder.path(), isDirectory: true)
         state = Protected(State())

@@ -138,7 +138,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
         case .allow:
             // No id: cancelled meanwhile (the engine is already told), or
             // still submitting (sent when the id is known).
-            if let id = core.withLock({ $0.life.allowResponse() }) { session.engine.setDisposition(id, .allow) }
+            if let id = core.withLock({ $0.life.allowResponse() }) { session.transfers.setDisposition(id, .allow) }
         case .cancel:
             cancel()
         case .becomeDownload:
@@ -202,10 +202,10 @@ public class DataTask: TransferTask, @unchecked Sendable {
         do throws(TransferError) {
             try TemporaryFolder.prepare(session.temporaryDirectory.path)
         } catch {
-            session.engine.setDisposition(engineID, .cancel)
+            session.transfers.setDisposition(engineID, .cancel)
             return
         }
-        session.engine.setDisposition(engineID, .becomeFile(path: download.temporaryPath))
+        session.transfers.setDisposition(engineID, .becomeFile(path: download.temporaryPath))
     }
 
     /// On the delegate queue, after the download task that took the transfer
@@ -403,7 +403,7 @@ public final class UploadTask: DataTask, @unchecked Sendable {
                     return session.delegateQueue.sync { hook(session, self) } ?? provider.makeStream()
                 }
                 return provider.makeStream()
-            }, notify: { [weak engine = session.engine] id in
+            }, notify: { [weak engine = session.transfers] id in
                 engine?.bodyReady(id)
             })
             source.replacePump(with: pump)

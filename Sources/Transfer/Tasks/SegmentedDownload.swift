@@ -206,7 +206,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             announce(.running)
             probe()
         case .resume(let ids, let single):
-            for id in ids { session.engine.resume(id) }
+            for id in ids { session.transfers.resume(id) }
             single?.resume()
             announce(.running)
         }
@@ -220,7 +220,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             return (core.segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID), core.single)
         }
         guard let (ids, single) = paused else { return }
-        for id in ids { session.engine.pause(id) }
+        for id in ids { session.transfers.pause(id) }
         single?.suspend()
         announce(.suspended)
     }
@@ -237,9 +237,9 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             core.state = .canceling
             return (core.segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID), core.single, core.headID)
         }
-        if headID != 0 { session.engine.cancel(headID) }
+        if headID != 0 { session.transfers.cancel(headID) }
         single?.cancel()
-        for id in ids { session.engine.cancel(id, keepPartial: options.resumable) }
+        for id in ids { session.transfers.cancel(id, keepPartial: options.resumable) }
         let idle = parts.withLock { $0.cancelled && $0.running == 0 && $0.single == nil && $0.headID == 0 }
         if idle { session.delegateQueue.async { self.finish() } }
     }
@@ -274,14 +274,14 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             fail(error)
             return
         }
-        switch session.engine.submit(&spec, target: ProbeTarget(self)) {
+        switch session.transfers.submit(&spec, target: ProbeTarget(self)) {
         case .failure(let error): fail(error)
         case .success(let id):
             let cancelNow = parts.withLock { core -> Bool in
                 core.headID = id
                 return core.cancelled
             }
-            if cancelNow { session.engine.cancel(id) }
+            if cancelNow { session.transfers.cancel(id) }
         }
     }
 
@@ -442,7 +442,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             spec.maxReceiveSpeed = max(1, options.speedLimit / Int64(used))
         }
         spec.count(into: segment.counters)
-        switch session.engine.submit(&spec, target: SegmentTarget(self, segment)) {
+        switch session.transfers.submit(&spec, target: SegmentTarget(self, segment)) {
         case .failure(let error):
             segmentDidFinish(segment, error: error)
         case .success(let id):
@@ -451,9 +451,9 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
                 return (core.cancelled, core.state == .suspended)
             }
             if cancelNow {
-                session.engine.cancel(id, keepPartial: options.resumable)
+                session.transfers.cancel(id, keepPartial: options.resumable)
             } else if pauseNow {
-                session.engine.pause(id)
+                session.transfers.pause(id)
             }
         }
     }
@@ -474,7 +474,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             return (others, core.running == 0)
         }
         // One range failed: the others stop too, keeping what they have.
-        for id in others { session.engine.cancel(id, keepPartial: options.resumable) }
+        for id in others { session.transfers.cancel(id, keepPartial: options.resumable) }
         if allDone { finish() }
     }
 

@@ -22,7 +22,7 @@ extension TransferTask {
             core.speedLimit = limit
             return core.life.engineID
         }
-        if let id { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
+        if let id { session.transfers.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
     }
 }
 

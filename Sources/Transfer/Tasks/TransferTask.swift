@@ -184,15 +184,15 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             start()
         case .resumeEngine(let id):
             session.observation.taskDidResume(self, starting: false)
-            session.engine.resume(id)
+            session.transfers.resume(id)
             stateDidChange(.running)
         case .pauseEngine(let id):
-            session.engine.pause(id)
+            session.transfers.pause(id)
             stateDidChange(.suspended)
         case .cancelEngine(let id, let keep):
             session.observation.taskDidCancel(self)
             stateDidChange(.canceling)
-            session.engine.cancel(id, keepPartial: keep)
+            session.transfers.cancel(id, keepPartial: keep)
         case .cancelLocally:
             session.observation.taskDidCancel(self)
             stateDidChange(.canceling)
@@ -254,7 +254,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         // task owns the transfer (this one, or its download successor).
         let route = EngineRoute(self)
         core.withLock { $0.route = route }
-        let submitted = session.engine.submit(&spec, target: route)
+        let submitted = session.transfers.submit(&spec, target: route)
         switch submitted {
         case .failure(let error):
             var error = error
@@ -266,17 +266,17 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             // was kept by the state machine and is sent now.
             session.afterEngineSubmitForTesting.run(id)
             let (commands, limit) = core.withLock { core in (core.life.submitted(id: id), core.speedLimit) }
-            if commands.contains(.allowResponse) { session.engine.setDisposition(id, .allow) }
+            if commands.contains(.allowResponse) { session.transfers.setDisposition(id, .allow) }
             if commands.contains(.becomeDownload) { deferredBecomeDownload(engineID: id) }
             if commands.contains(.consumerReady) { consumerReady(id) }
             didSubmit(engineID: id)
             // A limit set between building the spec and knowing the id.
-            if let limit { session.engine.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
+            if let limit { session.transfers.setSpeedLimit(id, receive: limit.receive, send: limit.send) }
             // A suspend or cancel that came while the id was not known.
             if commands.contains(.cancel) {
-                session.engine.cancel(id, keepPartial: commands.contains(.keepPartial))
+                session.transfers.cancel(id, keepPartial: commands.contains(.keepPartial))
             } else if commands.contains(.pause) {
-                session.engine.pause(id)
+                session.transfers.pause(id)
             }
         }
     }
@@ -298,7 +298,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     }
 
     private func consumerReady(_ id: UInt64) {
-        if !session.engine.consumerReady(id) { cancel() }
+        if !session.transfers.consumerReady(id) { cancel() }
     }
 
     func submitFailed(_ error: TransferError) {
@@ -403,7 +403,15 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             case .none:
                 return
             case .complete:
-                complete(with: outcome)
+                // Cancelled while the hop ran: a hop that Swift would have
+                // followed (a redirect it handles, a 401 it answers) is not a
+                // result; the task ends as the user asked. A final result
+                // that raced the cancel stands.
+                if isFollowUpHop(outcome) {
+                    complete(error: TransferError(.cancelled, "cancelled", url: originalRequest.url), outcome: outcome)
+                } else {
+                    complete(with: outcome)
+                }
             case .considerFollowUp:
                 if !allowsFollowUps || (!followUp(after: outcome) && !considerRetry(after: outcome)) {
                     core.withLock { $0.life.endHops() }
@@ -414,6 +422,16 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     }
 
     // MARK: - Redirects and authentication handled in Swift
+
+    /// Whether `outcome` ends a hop that Swift follows with another (a
+    /// redirect a hook or the delegate sees, a 401 the session answers).
+    func isFollowUpHop(_ outcome: Outcome) -> Bool {
+        guard outcome.succeeded, allowsFollowUps, let response else { return false }
+        if (300..<400).contains(response.statusCode), outcome.redirectURL != nil, session.handlesRedirectsManually {
+            return true
+        }
+        return response.statusCode == 401 && session.handlesChallenges
+    }
 
     /// Whether a finished hop may be followed by another (redirect handled in
     /// Swift, challenge answer, retry). False: the hop's outcome is the result.
