@@ -198,6 +198,8 @@ struct cti_transfer {
   char *client_cert;
   char *client_key;
   char *userpwd;
+  char *unix_socket_path;
+  char *netrc_file;
   struct curl_slist *headers;
   struct curl_slist *proxy_headers;  /* Proxy-Authorization: proxies only */
 

@@ -102,6 +102,8 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->client_cert = cti_strdup(spec->client_cert);
   t->client_key = cti_strdup(spec->client_key);
   t->userpwd = cti_strdup(spec->user_password);
+  t->unix_socket_path = cti_strdup(spec->unix_socket_path);
+  t->netrc_file = cti_strdup(spec->netrc_file);
   t->body_path = cti_strdup(spec->body_path);
   t->spec = *spec;
   t->spec.url = NULL;
@@ -120,6 +122,8 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->spec.journal_path = NULL;
   t->spec.expected_sha256 = NULL;
   t->spec.resolve = NULL;
+  t->spec.unix_socket_path = NULL;
+  t->spec.netrc_file = NULL;
   {
     /* ct_proxy.c: a CR or LF in a proxy setting, or no memory */
     ct_code prc = cti_proxy_create(t, spec);
@@ -221,6 +225,8 @@ void cti_transfer_free(struct cti_transfer *t)
   free(t->client_cert);
   free(t->client_key);
   free(t->userpwd);
+  free(t->unix_socket_path);
+  free(t->netrc_file);
   free(t->body_path);
   free(t->hdr);
   free(t->etag);
