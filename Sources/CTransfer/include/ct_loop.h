@@ -249,6 +249,11 @@ uint64_t ct_loop_illegal_transitions(const struct ct_loop *_Nonnull loop);
 /* libcurl's version string, for diagnostics. */
 const char *_Nonnull ct_curl_version(void);
 
+/* libcurl's features as `curl --version` names them ("alt-svc AsynchDNS
+ * HTTP2 ..."), space-separated. A static string built on the first call;
+ * safe from any thread. */
+const char *_Nonnull ct_curl_features(void);
+
 #ifdef __cplusplus
 }
 #endif
