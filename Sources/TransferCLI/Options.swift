@@ -37,7 +37,7 @@ struct Options: ParsableArguments {
             help: ArgumentHelp("One URL per line (blank lines and # comments skipped).", valueName: "FILE"))
     var urlFile: String?
 
-    @Option(name: .customLong("parallel"), parsing: .unconditional,
+    @Option(name: [.customLong("parallel"), .customLong("parallel-max")], parsing: .unconditional,
             help: ArgumentHelp("At most N transfers at once.", valueName: "N"))
     var parallel: Int = 8
 
@@ -64,9 +64,10 @@ struct Options: ParsableArguments {
             help: ArgumentHelp("Override the method.", valueName: "METHOD"))
     var method: String?
 
-    @Option(name: .customLong("data"),
-            help: ArgumentHelp("Body: STRING or @FILE (form-encoded or raw).", valueName: "STRING|@FILE"))
-    var data: String?
+    @Option(name: [.customShort("d"), .customLong("data"), .customLong("data-ascii")],
+            help: ArgumentHelp("Body: STRING or @FILE (form-encoded or raw; repeatable, joined with &).",
+                               valueName: "STRING|@FILE"))
+    var data: [String] = []
 
     @Option(name: .customLong("data-binary"),
             help: ArgumentHelp("Body sent as is: STRING, @FILE or @- (stdin, streamed).", valueName: "STRING|@FILE|@-"))
@@ -222,7 +223,8 @@ struct Options: ParsableArguments {
     @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Both of the two flags above.")
     var insecure = false
 
-    @Option(name: .customLong("cert"), help: ArgumentHelp("Client certificate (PEM).", valueName: "FILE"))
+    @Option(name: [.customShort("E"), .customLong("cert")],
+            help: ArgumentHelp("Client certificate (PEM).", valueName: "FILE"))
     var cert: String?
 
     @Option(name: .customLong("key"), help: ArgumentHelp("Client key (PEM).", valueName: "FILE"))
@@ -258,4 +260,8 @@ struct Options: ParsableArguments {
 
     @Flag(name: [.customShort("s"), .customLong("silent")], help: "No progress and no notes (failures still print).")
     var silent = false
+
+    // MARK: curl's options (CurlOptions)
+
+    @OptionGroup(title: "curl's options") var curl: CurlOptions
 }

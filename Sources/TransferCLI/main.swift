@@ -7,20 +7,40 @@ import Foundation
 
 Interrupts.blockEarly()
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.isEmpty {
+let given = Array(CommandLine.arguments.dropFirst())
+if given.isEmpty {
     Terminal.note(TransferTool.helpMessage())
     exit(ExitStatus.usage.rawValue)
+}
+// curl's command line: no verb, --version, -#, -C -, refused options (CurlArguments).
+let arguments: [String]
+switch CurlArguments.rewrite(given) {
+case .version:
+    Terminal.writeStdout(Array(CurlArguments.versionText.utf8))
+    exit(0)
+case .refused(let reason):
+    Terminal.note("transfer: \(reason)")
+    exit(ExitStatus.usage.rawValue)
+case .arguments(let rewritten):
+    arguments = rewritten
 }
 let command: any ParsableCommand
 do {
     command = try TransferTool.parseAsRoot(arguments)
 } catch {
     let code = TransferTool.exitCode(for: error)
-    let message = TransferTool.fullMessage(for: error)
+    var message = TransferTool.fullMessage(for: error)
     if code == .success {
         print(message)
         exit(0)
+    }
+    // Never a bare "Unknown option": name it and say where the options are.
+    if let range = message.range(of: "Unknown option '"),
+        let end = message[range.upperBound...].firstIndex(of: "'")
+    {
+        let name = String(message[range.upperBound..<end])
+        message = "transfer: " + (CurlArguments.unsupported[name].map { "\(name): \($0)" }
+            ?? CurlArguments.unknownOption(name))
     }
     Terminal.note(message)
     exit(ExitStatus.usage.rawValue)

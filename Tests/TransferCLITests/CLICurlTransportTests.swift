@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A one-shot HTTP/1.1 responder on a listening socket (TCP or Unix): it keeps the
+/// first bytes the client sends and answers `body`, for what TestServer cannot see
+/// (an HTTP/2 preface, a Unix domain socket).
+private final class RawResponder: Sendable {
+    private let received = Locked(Data())
+    private let done = Locked(false)
+
+    init(listening fd: Int32, body: String) {
+        let received = received
+        let done = done
+        Thread.detachNewThread {
+            defer {
+                close(fd)
+                done.withLock { $0 = true }
+            }
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            defer { close(client) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress!, $0.count) }
+                if n <= 0 { break }
+                let head = received.withLock { data -> Data in
+                    data.append(contentsOf: buffer[0..<n])
+                    return data
+                }
+                if head.count >= 24 && head.starts(with: Data("PRI * HTTP/2.0".utf8)) { break }
+                if head.range(of: Data("\r\n\r\n".utf8)) != nil { break }
+            }
+            let answer = "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            _ = answer.utf8CString.withUnsafeBufferPointer { write(client, $0.baseAddress!, $0.count - 1) }
+        }
+    }
+
+    var text: String { String(decoding: received.withLock { $0 }, as: UTF8.self) }
+
+    func waitUntilDone() async -> Bool { await Wait.poll(timeout: .seconds(30)) { self.done.withLock { $0 } } }
+}
+
+/// Issue 29, item 2 (transport): options that need the engine.
+@Suite("transfer command: curl's transport options")
+struct CLICurlTransportTests {
+    @Test("--unix-socket connects to the socket; the URL still names Host and path")
+    func unixSocket() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("s").path
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 && listen(fd, 4) == 0
+            }
+        }
+        #expect(bound)
+        let responder = RawResponder(listening: fd, body: "over unix")
+
+        let output = try CLI.run(["-s", "--unix-socket", path, "http://example.invalid/via/unix"])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        #expect(output.stdoutText == "over unix")
+        #expect(await responder.waitUntilDone())
+        #expect(responder.text.hasPrefix("GET /via/unix HTTP/1.1\r\n"), "\(responder.text)")
+        #expect(responder.text.contains("Host: example.invalid\r\n"))
+    }
+
+    @Test("--http2-prior-knowledge starts with the HTTP/2 preface on cleartext; --http1.0 sends HTTP/1.0")
+    func httpVersions() async throws {
+        let (fd, port) = try LoopbackListener.open(backlog: 4)
+        let responder = RawResponder(listening: fd, body: "")
+        let server = try await TestServer.start()
+        defer { server.stop() }
+
+        _ = try CLI.run(["-s", "--http2-prior-knowledge", "--connect-timeout", "5", "--max-time", "10",
+                         "http://127.0.0.1:\(port)/h2"])
+        let http10 = try CLI.run(["-s", "--http1.0", server.url("/echo").absoluteString])
+
+        #expect(await responder.waitUntilDone())
+        #expect(responder.text.hasPrefix("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), "\(responder.text)")
+        #expect(http10.status == 0, "\(http10.stderrText)")
+        let echo = try JSONSerialization.jsonObject(with: http10.stdout) as? [String: Any]
+        #expect((echo?["http_version"] as? String)?.hasSuffix("1.0") == true, "\(http10.stdoutText)")
+    }
+
+    @Test("-4 reaches an IPv4 address; -6 refuses it (exit 4) and nothing is sent")
+    func addressFamilies() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let url = server.url("/bytes/3").absoluteString
+
+        let v4 = try CLI.run(["-s", "-4", "--discard", url])
+        let v6 = try CLI.run(["-s", "-6", "--discard", url])
+
+        #expect(v4.status == 0, "\(v4.stderrText)")
+        #expect(v6.status == 4, "\(v6.stderrText)")
+        #expect(server.requests.count == 1)
+    }
+}
+
+@Suite("transfer command: curl's TLS options", .enabled(if: NginxFixture.isInstalled, "nginx is not installed"))
+struct CLICurlTLSTests {
+    @Test("--tls-max 1.2 settles on TLS 1.2, --tlsv1.3 on TLS 1.3 (as -v says); a minimum above the maximum is exit 2")
+    func tlsVersions() throws {
+        let nginx = try NginxFixture.shared()
+        let file = try nginx.ensureFile(size: 1000, seed: 29)
+        let url = nginx.url(.https, file.path).absoluteString
+
+        let max12 = try CLI.run(["-v", "--progress", "none", "--tls-max", "1.2", "--cacert", nginx.caFile,
+                                 "--discard", url])
+        let min13 = try CLI.run(["-v", "--progress", "none", "--tlsv1.3", "--cacert", nginx.caFile, "--discard", url])
+        let bad = try CLI.run(["--tlsv1.3", "--tls-max", "1.2", url])
+
+        #expect(max12.status == 0, "\(max12.stderrText)")
+        #expect(max12.stderrText.contains("SSL connection using TLSv1.2"), "\(max12.stderrText)")
+        #expect(min13.status == 0, "\(min13.stderrText)")
+        #expect(min13.stderrText.contains("SSL connection using TLSv1.3"), "\(min13.stderrText)")
+        #expect(bad.status == 2, "\(bad.stderrText)")
+    }
+}
