@@ -200,6 +200,8 @@ struct cti_transfer {
   char *userpwd;
   char *unix_socket_path;
   char *netrc_file;
+  char *ciphers;
+  char *tls13_ciphers;
   struct curl_slist *headers;
   struct curl_slist *proxy_headers;  /* Proxy-Authorization: proxies only */
 

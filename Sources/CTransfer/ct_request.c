@@ -339,6 +339,10 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
     PSTR(CURLOPT_SSLKEY, t->client_key);
   if(t->spec.tls_min || t->spec.tls_max)
     PLONG(CURLOPT_SSLVERSION, tls_version(t->spec.tls_min, t->spec.tls_max));
+  if(t->ciphers)
+    PSTR(CURLOPT_SSL_CIPHER_LIST, t->ciphers);
+  if(t->tls13_ciphers)
+    PSTR(CURLOPT_TLS13_CIPHERS, t->tls13_ciphers);
 
   /* curl's connection options (all off unless asked for). */
   if(t->spec.ip_resolve == CT_IP_V4)

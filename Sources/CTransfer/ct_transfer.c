@@ -104,6 +104,8 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->userpwd = cti_strdup(spec->user_password);
   t->unix_socket_path = cti_strdup(spec->unix_socket_path);
   t->netrc_file = cti_strdup(spec->netrc_file);
+  t->ciphers = cti_strdup(spec->ciphers);
+  t->tls13_ciphers = cti_strdup(spec->tls13_ciphers);
   t->body_path = cti_strdup(spec->body_path);
   t->spec = *spec;
   t->spec.url = NULL;
@@ -124,6 +126,8 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->spec.resolve = NULL;
   t->spec.unix_socket_path = NULL;
   t->spec.netrc_file = NULL;
+  t->spec.ciphers = NULL;
+  t->spec.tls13_ciphers = NULL;
   {
     /* ct_proxy.c: a CR or LF in a proxy setting, or no memory */
     ct_code prc = cti_proxy_create(t, spec);
@@ -227,6 +231,8 @@ void cti_transfer_free(struct cti_transfer *t)
   free(t->userpwd);
   free(t->unix_socket_path);
   free(t->netrc_file);
+  free(t->ciphers);
+  free(t->tls13_ciphers);
   free(t->body_path);
   free(t->hdr);
   free(t->etag);

@@ -232,13 +232,18 @@ struct ct_transfer_spec {
    * domain socket whatever the URL's host and port; copied),
    * `tls_min` / `tls_max` (ct_tls_version; a TLS handshake outside them
    * fails with CT_E_TLS), `netrc` (ct_netrc) with `netrc_file` (NULL:
-   * ~/.netrc; copied). */
+   * ~/.netrc; copied), `ciphers` (OpenSSL's cipher list for TLS 1.2 and
+   * below, CURLOPT_SSL_CIPHER_LIST) and `tls13_ciphers` (TLS 1.3 suites,
+   * CURLOPT_TLS13_CIPHERS), NULL: OpenSSL's defaults; copied. A list with
+   * no usable cipher fails the transfer with CT_E_TLS. */
   int32_t ip_resolve;
   const char *_Nullable unix_socket_path;
   int32_t tls_min;
   int32_t tls_max;
   int32_t netrc;
   const char *_Nullable netrc_file;
+  const char *_Nullable ciphers;
+  const char *_Nullable tls13_ciphers;
 };
 
 #define CT_DEFAULT_DECODE_RATIO 100

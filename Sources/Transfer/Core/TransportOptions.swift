@@ -48,6 +48,13 @@ public struct TransportOptions: Sendable, Hashable {
     /// The newest TLS version a handshake may settle on; nil: the newest OpenSSL has.
     /// A server outside the range fails the task with ``TransferError/Code/tlsFailure``.
     public var maximumTLSVersion: TLSVersion?
+    /// OpenSSL's cipher list for TLS 1.2 and below (curl's `--ciphers`,
+    /// e.g. `ECDHE-RSA-AES128-GCM-SHA256`); nil: OpenSSL's default. A list
+    /// with no cipher the server accepts fails with ``TransferError/Code/tlsFailure``.
+    public var cipherList: String?
+    /// The TLS 1.3 cipher suites (curl's `--tls13-ciphers`, e.g.
+    /// `TLS_AES_128_GCM_SHA256`); nil: OpenSSL's default.
+    public var tls13CipherSuites: String?
     /// Send the URL's path as given: `/../` and `/./` segments are not
     /// removed before the request is sent (default false: they are, as curl does).
     public var keepsPathAsIs = false
@@ -76,6 +83,8 @@ public struct TransportOptions: Sendable, Hashable {
         case .required: spec.netrc = Int32(CT_NETRC_REQUIRED.rawValue)
         }
         spec.netrc_file = UnsafePointer(strings.make(netrcFile))
+        spec.ciphers = UnsafePointer(strings.make(cipherList))
+        spec.tls13_ciphers = UnsafePointer(strings.make(tls13CipherSuites))
         if keepsPathAsIs { spec.flags |= UInt32(CT_FLAG_PATH_AS_IS) }
     }
 }
