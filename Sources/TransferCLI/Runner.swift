@@ -663,8 +663,11 @@ final class Runner: Sendable {
                     close(fd)
                 }
             }
-            if let path = curl.etagSave, let response, failure == nil {
-                // curl's rule: the ETag as sent, or an empty file without one.
+            if let path = curl.etagSave, let response, failure == nil,
+                response.statusCode != 304 || response.headers["ETag"] != nil
+            {
+                // curl's rule: the ETag as sent, or an empty file without one
+                // (a 304 without one keeps the file: it is still current).
                 let etag = response.headers["ETag"].map { $0 + "\n" } ?? ""
                 try? Data(etag.utf8).write(to: URL(fileURLWithPath: path))
             }
