@@ -109,7 +109,7 @@ enum CurlArguments {
         add(["--engine", "--ssl-allow-beast", "--false-start", "--sessionid", "--no-sessionid"], "not supported")
         add(["--tlsv1", "--tlsv1.0", "--tlsv1.1", "--sslv2", "--sslv3"],
             "not supported: use --tlsv1.2 or --tlsv1.3")
-        add(["--ciphers", "--tls13-ciphers", "--curves"], "not supported: OpenSSL's default cipher list is used")
+        add(["--curves"], "not supported: OpenSSL's default groups are used")
         add(["--pinnedpubkey"], "use --pinning-mode public-key --pin-sha256 BASE64 (or --pin-cert FILE)")
         add(["--proxy-insecure"], "not supported: use --proxy-cacert FILE")
         add(["--socks4", "--socks4a"], "not supported: use -x socks5://HOST:PORT")

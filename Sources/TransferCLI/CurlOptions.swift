@@ -130,6 +130,14 @@ struct CurlOptions: ParsableArguments {
     @Option(name: .customLong("tls-max"), help: ArgumentHelp("TLS version at most: 1.2 or 1.3.", valueName: "VERSION"))
     var tlsMax: String?
 
+    @Option(name: .customLong("ciphers"),
+            help: ArgumentHelp("OpenSSL cipher list for TLS 1.2 and below.", valueName: "LIST"))
+    var ciphers: String?
+
+    @Option(name: .customLong("tls13-ciphers"),
+            help: ArgumentHelp("TLS 1.3 cipher suites, colon-separated.", valueName: "LIST"))
+    var tls13Ciphers: String?
+
     @Flag(name: .customLong("http1.0"), help: "Use HTTP/1.0.")
     var http10 = false
 

@@ -223,6 +223,13 @@ enum CurlPlan {
         {
             throw Failure(.usage, "--tls-max is below the --tlsv1.x minimum")
         }
+        for (flag, list) in [("--ciphers", curl.ciphers), ("--tls13-ciphers", curl.tls13Ciphers)] {
+            if let list, list.isEmpty || !list.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+                throw Failure(.usage, "\(flag): expected a cipher list such as ECDHE-RSA-AES128-GCM-SHA256")
+            }
+        }
+        configuration.transport.cipherList = curl.ciphers
+        configuration.transport.tls13CipherSuites = curl.tls13Ciphers
         configuration.transport.keepsPathAsIs = curl.pathAsIs
         if let file = curl.netrcFile {
             guard FileManager.default.isReadableFile(atPath: file) else {

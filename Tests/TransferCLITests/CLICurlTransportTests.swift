@@ -123,4 +123,25 @@ struct CLICurlTLSTests {
         #expect(min13.stderrText.contains("SSL connection using TLSv1.3"), "\(min13.stderrText)")
         #expect(bad.status == 2, "\(bad.stderrText)")
     }
+
+    @Test("--ciphers and --tls13-ciphers pick the cipher (the defaults take AES-256); none in common is exit 6")
+    func ciphers() throws {
+        let nginx = try NginxFixture.shared()
+        let file = try nginx.ensureFile(size: 1000, seed: 30)
+        let url = nginx.url(.https, file.path).absoluteString
+        let base = ["-v", "--progress", "none", "--cacert", nginx.caFile, "--discard"]
+
+        let tls12 = try CLI.run(base + ["--tls-max", "1.2", "--ciphers",
+                                        "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256", url])
+        let tls13 = try CLI.run(base + ["--tlsv1.3", "--tls13-ciphers", "TLS_AES_128_GCM_SHA256", url])
+        let none = try CLI.run(["-s", "--cacert", nginx.caFile, "--tls-max", "1.2", "--ciphers", "NULL-MD5", url])
+
+        #expect(tls12.status == 0, "\(tls12.stderrText)")
+        #expect(tls12.stderrText.contains("SSL connection using TLSv1.2 / ECDHE-"), "\(tls12.stderrText)")
+        #expect(tls12.stderrText.contains("-AES128-GCM-SHA256"))
+        #expect(tls13.status == 0, "\(tls13.stderrText)")
+        #expect(tls13.stderrText.contains("SSL connection using TLSv1.3 / TLS_AES_128_GCM_SHA256"),
+                "\(tls13.stderrText)")
+        #expect(none.status == 6, "\(none.stderrText)")
+    }
 }
