@@ -117,11 +117,11 @@ enum CurlArguments {
         add(["--socks5-hostname"], "use -x socks5h://HOST:PORT")
         add(["-p", "--proxytunnel", "--preproxy", "--proxy-anyauth", "--proxy-digest", "--proxy-ntlm",
              "--proxy-negotiate", "--proxy-header"], "not supported (see -x and -U)")
-        add(["--anyauth", "--ntlm", "--ntlm-wb", "--negotiate", "--basic", "--sasl-ir", "--delegation"],
+        add(["--anyauth", "--ntlm", "--ntlm-wb", "--negotiate", "--sasl-ir", "--delegation"],
             "not supported: -u sends Basic; --digest answers a Digest challenge")
         add(["--oauth2-bearer"], "use -H \"Authorization: Bearer TOKEN\"")
         add(["--aws-sigv4"], "not supported")
-        add(["--proto", "--proto-redir", "--proto-default"], "not supported: http and https only, always")
+        add(["--proto-default"], "not supported: a URL without a scheme is refused")
         add(["--interface", "--local-port", "--dns-servers", "--dns-interface", "--dns-ipv4-addr",
              "--dns-ipv6-addr", "--doh-url", "--happy-eyeballs-timeout-ms"], "not supported")
         add(["--connect-to"], "not supported: use --resolve HOST:PORT:ADDR")
@@ -129,12 +129,10 @@ enum CurlArguments {
         add(["--retry-all-errors"], "not supported: --retry N retries transient failures")
         add(["--raw", "--tr-encoding"], "not supported: bodies are always decoded")
         add(["-R", "--remote-time", "--xattr"], "not supported")
-        add(["--remote-name-all"], "not supported: use -O (several URLs are saved by name anyway)")
         add(["--stderr"], "not supported: redirect the shell's stderr")
         add(["--trace-time", "--trace-ids", "--trace-config"], "not supported")
         add(["-j", "--junk-session-cookies", "--cookie-session"], "not supported")
-        add(["-g", "--globoff"], "not needed: URLs are never globbed")
-        add(["-q", "--disable"], "not needed: transfer reads no config file")
+        add(["--fail-early"], "not supported: every URL runs; the first failure in input order sets the exit code")
         add(["--keepalive-time", "--no-keepalive", "--tcp-nodelay", "--tcp-fastopen"], "not supported")
         add(["-l", "--list-only", "-P", "--ftp-port", "-Q", "--quote", "--ftp-pasv", "--ftp-ssl", "--ftp-create-dirs",
              "--crlf", "-a", "--append", "-B", "--use-ascii", "-t", "--telnet-option", "--mail-from",

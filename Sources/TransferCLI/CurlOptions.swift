@@ -49,6 +49,16 @@ struct CurlOptions: ParsableArguments {
             help: ArgumentHelp("Send FILE's ETag as If-None-Match; a 304 exits 0.", valueName: "FILE"))
     var etagCompare: String?
 
+    @Option(name: .customLong("proto"), parsing: .unconditional,
+            help: ArgumentHelp("Schemes allowed, curl's syntax (=https: https only; -http: not http).",
+                               valueName: "LIST"))
+    var proto: String?
+
+    @Option(name: .customLong("proto-redir"), parsing: .unconditional,
+            help: ArgumentHelp("Schemes a redirect may go to, curl's syntax (a refused one exits 8).",
+                               valueName: "LIST"))
+    var protoRedir: String?
+
     @Flag(name: .customLong("path-as-is"), help: "Send /../ and /./ in the URL path as they are.")
     var pathAsIs = false
 
@@ -110,6 +120,18 @@ struct CurlOptions: ParsableArguments {
 
     @Flag(name: .customLong("retry-connrefused"), help: "Accepted: --retry already retries a refused connection.")
     var retryConnectionRefused = false
+
+    @Flag(name: [.customShort("g"), .customLong("globoff")], help: "Accepted: URLs are never globbed.")
+    var globOff = false
+
+    @Flag(name: [.customShort("q"), .customLong("disable")], help: "Accepted: no config file is ever read.")
+    var disableConfig = false
+
+    @Flag(name: .customLong("basic"), help: "Accepted: -u already sends Basic.")
+    var basic = false
+
+    @Flag(name: .customLong("no-progress-meter"), help: "No progress display (--progress none).")
+    var noProgressMeter = false
 
     @Flag(name: [.customShort("4"), .customLong("ipv4")], help: "Connect over IPv4 only.")
     var ipv4 = false

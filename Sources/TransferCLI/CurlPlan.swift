@@ -5,6 +5,8 @@ import Transfer
 struct CurlSettings: Sendable {
     /// `--fail-with-body`: the body of an unacceptable status is still output.
     var failWithBody = false
+    /// `--proto` ∩ `--proto-redir`: the schemes a redirect may go to; nil: any.
+    var redirectSchemes: Set<String>?
     /// `-D FILE`: the final response's head is written there ("-": stdout).
     var dumpHeader: String?
     /// `-w FORMAT`.
@@ -250,6 +252,33 @@ enum CurlPlan {
         if curl.http2PriorKnowledge { configuration.httpVersion = .http2PriorKnowledge }
     }
 
+    /// The schemes transfer speaks.
+    static let allSchemes: Set<String> = ["http", "https"]
+
+    /// curl's `--proto` list: comma-separated names, each added (`+`, the
+    /// default), removed (`-`) or the only ones (`=`), `all` for every one,
+    /// starting from all; schemes other than ours are ignored, as curl
+    /// ignores unknown ones. nil when not given.
+    static func schemes(_ list: String?, flag: String) throws(Failure) -> Set<String>? {
+        guard let list else { return nil }
+        var set = allSchemes
+        for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+            var name = Substring(item)
+            var modifier: Character = "+"
+            if let first = name.first, "=+-".contains(first) {
+                modifier = first
+                name = name.dropFirst()
+            }
+            let names = name.lowercased() == "all" ? allSchemes : [name.lowercased()]
+            switch modifier {
+            case "=": set = names.intersection(allSchemes)
+            case "-": set.subtract(names)
+            default: set.formUnion(names.intersection(allSchemes))
+            }
+        }
+        return set
+    }
+
     /// The output settings of curl's options.
     static func settings(_ options: Options) throws(Failure) -> CurlSettings {
         let curl = options.curl
@@ -263,6 +292,11 @@ enum CurlPlan {
         settings.tracePath = curl.trace ?? curl.traceASCII
         settings.conditional = curl.timeCondition != nil || curl.etagCompare != nil
         settings.etagSave = curl.etagSave
+        let proto = try schemes(curl.proto, flag: "--proto")
+        let redirect = try schemes(curl.protoRedir, flag: "--proto-redir")
+        if proto != nil || redirect != nil {
+            settings.redirectSchemes = (proto ?? allSchemes).intersection(redirect ?? allSchemes)
+        }
         return settings
     }
 }

@@ -14,7 +14,7 @@ struct Options: ParsableArguments {
             help: ArgumentHelp("Write the body to PATH (via PATH.part).", valueName: "PATH"))
     var output: String?
 
-    @Flag(name: [.customShort("O"), .customLong("remote-name")],
+    @Flag(name: [.customShort("O"), .customLong("remote-name"), .customLong("remote-name-all")],
           help: "Name the file from Content-Disposition or the URL path.")
     var remoteName = false
 
@@ -239,7 +239,8 @@ struct Options: ParsableArguments {
             help: ArgumentHelp("Acceptable status codes, e.g. 200-299,304.", valueName: "RANGES"))
     var acceptStatus: String = "200-299"
 
-    @Flag(name: [.customShort("i"), .customLong("include")], help: "Print the status line and headers before the body.")
+    @Flag(name: [.customShort("i"), .customLong("include"), .customLong("show-headers")],
+          help: "Print the status line and headers before the body.")
     var include = false
 
     @Option(name: .customLong("print"), help: ArgumentHelp("body, headers, status or none.", valueName: "WHAT"))

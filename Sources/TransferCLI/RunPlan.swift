@@ -241,6 +241,7 @@ struct RunPlan: Sendable {
         let retry = try RetryOptions.maker(options)
         var jobs: [Job] = []
         jobs.reserveCapacity(urls.count)
+        let schemes = try CurlPlan.schemes(options.curl.proto, flag: "--proto") ?? CurlPlan.allSchemes
         var parsed: [String: Result<Request, TransferError>] = [:]
         for (index, string) in urls.enumerated() {
             var job = Job(index: index, urlString: string, request: nil, invalidFailure: nil, output: output)
@@ -257,6 +258,9 @@ struct RunPlan: Sendable {
                     parsed[string] = parsedRequest
                 }
                 var request = try parsedRequest.get()
+                if let scheme = request.url.scheme?.lowercased(), !schemes.contains(scheme) {
+                    throw TransferError(.invalidRequest, "--proto: \(scheme) is not allowed")
+                }
                 request.headers = headers
                 if let digestCredential {
                     request.credential = digestCredential
@@ -399,8 +403,8 @@ struct RunPlan: Sendable {
         }
 
         // Display.
-        guard let style = ProgressStyle(flag: options.curl.progressBar ? "bar" : options.progress,
-                                        silent: options.silent)
+        let progressFlag = options.curl.noProgressMeter ? "none" : options.curl.progressBar ? "bar" : options.progress
+        guard let style = ProgressStyle(flag: progressFlag, silent: options.silent)
         else {
             throw Failure(.usage, "--progress: expected auto, bar, percent, spinner or none, got \(options.progress)")
         }

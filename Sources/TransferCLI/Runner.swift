@@ -24,6 +24,8 @@ final class Runner: Sendable {
     private let trace: TraceOutput?
     /// `-D FILE`, `--etag-save FILE`, `-w`: one transfer's writes at a time.
     private let curlOutput = Protected(())
+    /// `--proto-redir`: the URL of each 3xx whose redirect was refused, and its target.
+    private let refusedRedirects = Protected<[String: String]>([:])
 
     /// What one job ended with.
     struct JobResult: Sendable {
@@ -53,7 +55,20 @@ final class Runner: Sendable {
             try MetricsWriter(path: path, sharesStdout: sharesStdout)
         }
         do throws(TransferError) {
-            session = try Self.makeSession(configuration, features: plan.features)
+            let made = try Self.makeSession(configuration, features: plan.features)
+            if let allowed = plan.curl.redirectSchemes {
+                // curl's --proto-redir: a redirect elsewhere is not followed;
+                // its 3xx then fails the transfer as a refused redirect (exit 8).
+                let refused = refusedRedirects
+                made.hooks.taskWillPerformHTTPRedirection = { _, _, response, request in
+                    guard let scheme = request.url.scheme?.lowercased(), allowed.contains(scheme) else {
+                        refused.withLock { $0[response.url.absoluteString] = request.url.absoluteString }
+                        return nil
+                    }
+                    return request
+                }
+            }
+            session = made
             sessionError = nil
         } catch {
             session = nil
@@ -465,6 +480,11 @@ final class Runner: Sendable {
     // MARK: - Output
 
     private func checkStatus(_ response: HTTPResponse) -> Failure? {
+        if (300..<400).contains(response.statusCode),
+            let target = refusedRedirects.withLock({ $0[response.url.absoluteString] })
+        {
+            return Failure(.redirect, "--proto-redir: the redirect to \(target) is not allowed")
+        }
         guard !plan.accepts(response.statusCode) else { return nil }
         return Failure(.status, "HTTP \(response.statusCode) (accepted: \(rangesText))")
     }

@@ -79,13 +79,14 @@ struct CLICurlCommandLineTests {
         }
     }
 
-    @Test("-f, -S, -L, --compressed, -N, -J, -Z and -# are accepted; -f keeps exit 9 on a 404")
+    @Test("-f, -S, -L, --compressed, -N, -J, -Z, -#, -g, -q, --basic are accepted; -f keeps exit 9 on a 404")
     func acceptedDefaults() throws {
         let server = try TestServer.start()
         defer { server.stop() }
         let directory = try TemporaryDirectory()
 
-        let ok = try CLI.run(["-fsSL", "--compressed", "-N", "-J", "-Z", "-#", "-o", directory.file("a").path,
+        let ok = try CLI.run(["-q", "-fsSL", "--compressed", "-N", "-J", "-Z", "-#", "-g", "--retry-connrefused",
+                              "--basic", "-u", "a:b", "-o", directory.file("a").path,
                               server.url("/redirect/1").absoluteString])
         let notFound = try CLI.run(["-f", "-s", server.url("/status/404").absoluteString])
 
@@ -94,6 +95,24 @@ struct CLICurlCommandLineTests {
         #expect(CLI.controlBytes(ok.stderr).isEmpty)
         #expect(notFound.status == 9, "\(notFound.stderrText)")
         #expect(notFound.stdout.isEmpty)
+        #expect(server.requests.first?.header("Authorization") == "Basic " + Data("a:b".utf8).base64EncodedString())
+    }
+
+    @Test("--remote-name-all is -O, --show-headers is -i, --no-progress-meter draws nothing")
+    func aliases() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+
+        let named = try CLI.run(["--no-progress-meter", "--progress", "bar", "--remote-name-all", "--output-dir",
+                                 directory.path, server.url("/bytes/7?seed=2").absoluteString])
+        let headers = try CLI.run(["-s", "--show-headers", server.url("/bytes/7?seed=2").absoluteString])
+
+        #expect(named.status == 0, "\(named.stderrText)")
+        #expect(named.stderr.isEmpty, "\(named.stderrText)")
+        #expect(CLI.listing(directory.path) == ["7"])
+        #expect(headers.stdoutText.hasPrefix("HTTP/1.1 200"))
+        #expect(headers.stdout.suffix(7) == TestServer.bytes(seed: 2, count: 7))
     }
 
     @Test("curl's --parallel flag and --parallel-max N run every URL")

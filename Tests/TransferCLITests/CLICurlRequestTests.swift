@@ -139,6 +139,26 @@ struct CLICurlRequestTests {
         #expect(CLI.listing(directory.path) == ["r"])
     }
 
+    @Test("--proto =https refuses an http URL unsent (exit 3); --proto-redir =https a redirect to http (exit 8)")
+    func protocols() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+
+        let refused = try CLI.run(["-s", "--proto", "=https", server.url("/bytes/3").absoluteString])
+        let redirect = try CLI.run(["-s", "--proto-redir", "=https", server.url("/redirect/1").absoluteString])
+        let allowed = try CLI.run(["-s", "--proto", "-all,http", "--proto-redir", "http",
+                                   server.url("/redirect/1").absoluteString])
+
+        #expect(refused.status == 3, "\(refused.stderrText)")
+        #expect(refused.stderrText.contains("--proto: http is not allowed"))
+        #expect(redirect.status == 8, "\(redirect.stderrText)")
+        #expect(redirect.stderrText.contains("--proto-redir: the redirect to http://"), "\(redirect.stderrText)")
+        #expect(redirect.stdout.isEmpty)
+        #expect(allowed.status == 0, "\(allowed.stderrText)")
+        #expect(allowed.stdoutText == #"{"redirects":"done"}"#)
+        #expect(server.requests.map(\.path) == ["/redirect/1", "/redirect/1", "/redirect/0"])
+    }
+
     @Test("--path-as-is sends /../ as typed; without it the path is squashed")
     func pathAsIs() throws {
         let server = try TestServer.start()
