@@ -110,7 +110,6 @@ enum CurlArguments {
         add(["--tlsv1", "--tlsv1.0", "--tlsv1.1", "--sslv2", "--sslv3"],
             "not supported: use --tlsv1.2 or --tlsv1.3")
         add(["--curves"], "not supported: OpenSSL's default groups are used")
-        add(["--pinnedpubkey"], "use --pinning-mode public-key --pin-sha256 BASE64 (or --pin-cert FILE)")
         add(["--proxy-insecure"], "not supported: use --proxy-cacert FILE")
         add(["--socks4", "--socks4a"], "not supported: use -x socks5://HOST:PORT")
         add(["--socks5"], "use -x socks5://HOST:PORT")
@@ -119,7 +118,6 @@ enum CurlArguments {
              "--proxy-negotiate", "--proxy-header"], "not supported (see -x and -U)")
         add(["--anyauth", "--ntlm", "--ntlm-wb", "--negotiate", "--sasl-ir", "--delegation"],
             "not supported: -u sends Basic; --digest answers a Digest challenge")
-        add(["--oauth2-bearer"], "use -H \"Authorization: Bearer TOKEN\"")
         add(["--aws-sigv4"], "not supported")
         add(["--proto-default"], "not supported: a URL without a scheme is refused")
         add(["--interface", "--local-port", "--dns-servers", "--dns-interface", "--dns-ipv4-addr",
@@ -128,8 +126,7 @@ enum CurlArguments {
         add(["--alt-svc", "--hsts"], "not supported")
         add(["--retry-all-errors"], "not supported: --retry N retries transient failures")
         add(["--raw", "--tr-encoding"], "not supported: bodies are always decoded")
-        add(["-R", "--remote-time", "--xattr"], "not supported")
-        add(["--stderr"], "not supported: redirect the shell's stderr")
+        add(["--xattr"], "not supported")
         add(["--trace-time", "--trace-ids", "--trace-config"], "not supported")
         add(["-j", "--junk-session-cookies", "--cookie-session"], "not supported")
         add(["--fail-early"], "not supported: every URL runs; the first failure in input order sets the exit code")

@@ -59,6 +59,15 @@ struct CurlOptions: ParsableArguments {
                                valueName: "LIST"))
     var protoRedir: String?
 
+    @Option(name: .customLong("oauth2-bearer"),
+            help: ArgumentHelp("Send Authorization: Bearer TOKEN.", valueName: "TOKEN"))
+    var oauth2Bearer: String?
+
+    @Option(name: .customLong("pinnedpubkey"),
+            help: ArgumentHelp("sha256//BASE64[;sha256//BASE64]: --pinning-mode public-key with these pins.",
+                               valueName: "HASHES"))
+    var pinnedPublicKey: String?
+
     @Flag(name: .customLong("path-as-is"), help: "Send /../ and /./ in the URL path as they are.")
     var pathAsIs = false
 
@@ -97,6 +106,14 @@ struct CurlOptions: ParsableArguments {
 
     @Flag(name: .customLong("fail-with-body"), help: "A status outside --accept-status fails (exit 9) after the body.")
     var failWithBody = false
+
+    @Flag(name: [.customShort("R"), .customLong("remote-time")],
+          help: "Give a placed file the server's Last-Modified time.")
+    var remoteTime = false
+
+    @Option(name: .customLong("stderr"),
+            help: ArgumentHelp("Write what goes to stderr to FILE instead (- for stdout).", valueName: "FILE"))
+    var stderr: String?
 
     @Flag(name: [.customShort("J"), .customLong("remote-header-name")],
           help: "Accepted: -O already takes Content-Disposition's name.")

@@ -17,6 +17,8 @@ struct CurlSettings: Sendable {
     var conditional = false
     /// `--etag-save FILE`.
     var etagSave: String?
+    /// `-R`: a placed file gets the response's Last-Modified time.
+    var remoteTime = false
 }
 
 /// How curl's options become headers, bodies and session settings.
@@ -39,6 +41,9 @@ enum CurlPlan {
             return value
         }
         setDefault("User-Agent", try checked("-A", curl.userAgent ?? userAgent))
+        if let token = curl.oauth2Bearer {
+            setDefault("Authorization", "Bearer " + (try checked("--oauth2-bearer", token)))
+        }
         if let referer = curl.referer {
             var value = referer
             if value.hasSuffix(";auto") { value.removeLast(5) }
@@ -62,6 +67,36 @@ enum CurlPlan {
                 setDefault("If-None-Match", try checked("--etag-compare", etag))
             }
         }
+    }
+
+    /// `-H` values with each `@FILE` replaced by the file's lines (curl's
+    /// headers from a file: blank lines skipped, CR LF or LF endings).
+    static func expandedHeaders(_ values: [String]) throws(Failure) -> [String] {
+        var lines: [String] = []
+        for value in values {
+            guard value.hasPrefix("@") else {
+                lines.append(value)
+                continue
+            }
+            let text = String(decoding: try read(String(value.dropFirst()), flag: "-H"), as: UTF8.self)
+            lines += text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).map(String.init)
+                .filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        }
+        return lines
+    }
+
+    /// `--pinnedpubkey sha256//A;sha256//B`: the same pins as `--pin-sha256`,
+    /// with `--pinning-mode public-key` unless another mode was given.
+    static func mergePinnedPublicKey(_ options: inout Options) throws(Failure) {
+        guard let value = options.curl.pinnedPublicKey else { return }
+        for item in value.split(separator: ";") {
+            guard item.hasPrefix("sha256//") else {
+                throw Failure(.usage, "--pinnedpubkey: only sha256//BASE64 hashes are supported "
+                    + "(for a certificate file use --pinning-mode certificate --pin-cert FILE)")
+            }
+            options.pinSHA256.append(String(item))
+        }
+        if options.pinningMode == "none" { options.pinningMode = "public-key" }
     }
 
     /// `0-499`, `500-`, `-500`, and comma-separated lists of them.
@@ -292,6 +327,7 @@ enum CurlPlan {
         settings.tracePath = curl.trace ?? curl.traceASCII
         settings.conditional = curl.timeCondition != nil || curl.etagCompare != nil
         settings.etagSave = curl.etagSave
+        settings.remoteTime = curl.remoteTime
         let proto = try schemes(curl.proto, flag: "--proto")
         let redirect = try schemes(curl.protoRedir, flag: "--proto-redir")
         if proto != nil || redirect != nil {

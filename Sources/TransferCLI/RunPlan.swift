@@ -87,7 +87,8 @@ struct RunPlan: Sendable {
 
     /// A plan failure: exit 2 for usage errors, 3 for unreadable inputs.
     static func make(verb: any Verb) throws(Failure) -> RunPlan {
-        let options = verb.options
+        var options = verb.options
+        try CurlPlan.mergePinnedPublicKey(&options)   // --pinnedpubkey: our pins
         var method = options.method.map { HTTPMethod($0) } ?? type(of: verb).method
         if options.curl.head && options.method == nil { method = .head }   // -I
         if let raw = options.method, raw.isEmpty || !raw.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
@@ -128,7 +129,7 @@ struct RunPlan: Sendable {
 
         // Headers.
         var headers = HTTPHeaders()
-        for line in options.headers {
+        for line in try CurlPlan.expandedHeaders(options.headers) {   // -H @FILE: a header per line
             guard let (name, value) = Parse.header(line) else {
                 throw Failure(.usage, "-H: expected \"Name: value\", got \(line.debugDescription)")
             }

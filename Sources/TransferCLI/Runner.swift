@@ -671,7 +671,9 @@ final class Runner: Sendable {
                             received: Int64, sent: Int64, failure: Failure?)
     {
         let curl = plan.curl
-        guard curl.dumpHeader != nil || curl.etagSave != nil || curl.writeOut != nil else { return }
+        guard curl.dumpHeader != nil || curl.etagSave != nil || curl.writeOut != nil || curl.remoteTime else {
+            return
+        }
         curlOutput.withLock { _ in
             if let path = curl.dumpHeader, let response {
                 var text = "HTTP/\(response.httpVersion) \(response.statusCode)\r\n"
@@ -682,6 +684,16 @@ final class Runner: Sendable {
                     _ = Terminal.writeAll(fd, Array(text.utf8))
                     close(fd)
                 }
+            }
+            if curl.remoteTime, failure == nil, let response, response.statusCode != 304,
+                let modified = response.headers["Last-Modified"].flatMap(CurlPlan.parseDate)
+            {
+                // curl's -R: the file's times become the server's Last-Modified.
+                // Only files this run placed: never stdout, a device or --discard.
+                let path = filename(job, response: response)
+                let seconds = Int(modified.timeIntervalSince1970)
+                var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
+                if !job.output.isStreamed && !path.isEmpty { _ = utimensat(AT_FDCWD, path, &times, 0) }
             }
             if let path = curl.etagSave, let response, failure == nil,
                 response.statusCode != 304 || response.headers["ETag"] != nil

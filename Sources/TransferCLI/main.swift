@@ -66,6 +66,16 @@ guard let verb = command as? any Verb else {
 /// runner, its session and every task are released before `exit` (a leak
 /// checker then sees nothing alive).
 func runVerb(_ verb: any Verb) async -> Int32 {
+    if let path = verb.options.curl.stderr {
+        // curl's --stderr: everything meant for stderr goes there from now on.
+        let fd = path == "-" ? dup(STDOUT_FILENO) : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0, dup2(fd, STDERR_FILENO) >= 0 else {
+            Terminal.note(Failure(.localFile, "cannot open --stderr \(path): \(String(cString: strerror(errno)))")
+                .line(url: path))
+            return ExitStatus.localFile.rawValue
+        }
+        close(fd)
+    }
     do throws(Failure) {
         let plan = try RunPlan.make(verb: verb)
         let runner = try Runner(plan: plan)

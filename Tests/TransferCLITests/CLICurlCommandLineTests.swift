@@ -66,7 +66,7 @@ struct CLICurlCommandLineTests {
         let cases: [([String], String)] = [
             (["--http3", "http://127.0.0.1:9/"], "--http3: not supported by this build's libcurl"),
             (["--socks5", "h:1", "http://127.0.0.1:9/"], "--socks5: use -x socks5://HOST:PORT"),
-            (["--oauth2-bearer", "t", "http://127.0.0.1:9/"], "-H \"Authorization: Bearer TOKEN\""),
+            (["--capath", "/etc/ssl/certs", "http://127.0.0.1:9/"], "--capath: not supported: use --cacert FILE"),
             (["-C", "100", "-o", "/dev/null", "http://127.0.0.1:9/"], "-C 100: only -C - is supported"),
             (["--no-such-thing", "http://127.0.0.1:9/"], "--no-such-thing: not an option of transfer"),
         ]

@@ -159,6 +159,43 @@ struct CLICurlRequestTests {
         #expect(server.requests.map(\.path) == ["/redirect/1", "/redirect/1", "/redirect/0"])
     }
 
+    @Test("-H @FILE sends the file's headers; --oauth2-bearer sends the token")
+    func headerFileAndBearer() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let file = directory.file("headers.txt")
+        try Data("X-One: 1\r\n\r\nX-Two: two\n".utf8).write(to: file)
+
+        let headers = try CLI.run(["-s", "--discard", "-H", "@" + file.path, server.url("/bytes/1").absoluteString])
+        let bearer = try CLI.run(["-s", "--oauth2-bearer", "tok3n", server.url("/bearer/tok3n").absoluteString])
+
+        #expect(headers.status == 0, "\(headers.stderrText)")
+        #expect(server.requests.first?.header("X-One") == "1")
+        #expect(server.requests.first?.header("X-Two") == "two")
+        #expect(bearer.status == 0, "\(bearer.stderrText)")
+        #expect(server.requests.last?.header("Authorization") == "Bearer tok3n")
+    }
+
+    @Test("-R gives the file the server's Last-Modified; --stderr FILE takes the failure line")
+    func remoteTimeAndStderr() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let file = directory.file("page")
+        let log = directory.file("err.txt").path
+
+        let timed = try CLI.run(["-s", "-R", "-o", file.path, server.url("/cache/page?lm=1").absoluteString])
+        let failed = try CLI.run(["-s", "--stderr", log, server.url("/status/404").absoluteString])
+
+        #expect(timed.status == 0, "\(timed.stderrText)")
+        let modified = try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date
+        #expect(modified == Date(timeIntervalSince1970: 1_445_412_480))   // Wed, 21 Oct 2015 07:28:00 GMT
+        #expect(failed.status == 9)
+        #expect(failed.stderr.isEmpty, "\(failed.stderrText)")
+        #expect(try String(contentsOfFile: log, encoding: .utf8).contains("HTTP status not acceptable"))
+    }
+
     @Test("--path-as-is sends /../ as typed; without it the path is squashed")
     func pathAsIs() throws {
         let server = try TestServer.start()

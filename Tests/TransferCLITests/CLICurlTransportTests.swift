@@ -124,6 +124,28 @@ struct CLICurlTLSTests {
         #expect(bad.status == 2, "\(bad.stderrText)")
     }
 
+    @Test("--pinnedpubkey sha256//… pins the server's key: the right hash downloads, a wrong one exits 7")
+    func pinnedPublicKey() throws {
+        let nginx = try NginxFixture.shared()
+        let file = try nginx.ensureFile(size: 1000, seed: 31)
+        let url = nginx.url(.https, file.path).absoluteString
+        let script = "openssl x509 -in '\(nginx.serverCertificateFile)' -pubkey -noout"
+            + " | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"
+        let pin = try Command.run("/bin/sh", ["-c", script]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let wrong = Data(repeating: 7, count: 32).base64EncodedString()
+
+        let right = try CLI.run(["-s", "--cacert", nginx.caFile, "--pinnedpubkey", "sha256//\(wrong);sha256//\(pin)",
+                                 "--discard", url])
+        let refused = try CLI.run(["-s", "--cacert", nginx.caFile, "--pinnedpubkey", "sha256//\(wrong)", "--discard",
+                                   url])
+        let file_ = try CLI.run(["-s", "--pinnedpubkey", "/tmp/key.pem", url])
+
+        #expect(right.status == 0, "\(right.stderrText)")
+        #expect(refused.status == 7, "\(refused.stderrText)")
+        #expect(file_.status == 2)
+        #expect(file_.stderrText.contains("--pinnedpubkey: only sha256//"))
+    }
+
     @Test("--ciphers and --tls13-ciphers pick the cipher (the defaults take AES-256); none in common is exit 6")
     func ciphers() throws {
         let nginx = try NginxFixture.shared()
