@@ -160,7 +160,8 @@ final class Runner: Sendable {
         let requests = plan.jobs.compactMap(\.request)
         if plan.verbose {
             for request in requests {
-                Terminal.note(Terminal.printable("* \(request.method) \(request.url.absoluteString)"))
+                let shown = VerboseLog.shown(url: request.url.absoluteString)
+                Terminal.note(Terminal.printable("* \(request.method) \(shown)"))
             }
         }
         let options = BatchOptions(maxConcurrentRequests: plan.parallel, discardsBodies: true,
@@ -237,7 +238,7 @@ final class Runner: Sendable {
             return JobResult(failure: failure)
         }
 
-        verbose?.info("* \(request.method) \(request.url.absoluteString)")
+        verbose?.info("* \(request.method) \(VerboseLog.shown(url: request.url.absoluteString))")
         if !plan.body.isEmpty || request.method == .head {
             return await performInMemory(job, request: request, session: session)
         }
@@ -659,7 +660,8 @@ final class Runner: Sendable {
             let seconds = String(format: "%.3f", max(0, taskMetrics?.total ?? 0))
             let version = taskMetrics.map { " HTTP/" + $0.httpVersion } ?? ""
             let reused = taskMetrics?.reusedConnection == true ? ", reused connection" : ""
-            verbose.info("* \(job.urlString): \(received) bytes in \(seconds) s\(version)\(reused)")
+            let shown = VerboseLog.shown(url: job.urlString)
+            verbose.info("* \(shown): \(received) bytes in \(seconds) s\(version)\(reused)")
         }
         metrics?.write(MetricsWriter.Record(url: job.urlString, status: status, metrics: taskMetrics,
                                             bytesReceived: received, bytesSent: sent, failure: failure))

@@ -127,4 +127,20 @@ struct CLICurlWriteOutTests {
         #expect(!file.contains(Data("u:pw".utf8).base64EncodedString()))
         #expect(traced.stderrText.isEmpty, "\(traced.stderrText)")
     }
+
+    @Test("-v never prints a URL's password or a secret query value, in curl's lines or ours")
+    func verboseRedactsURLs() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let url = "http://alice:pw-s3cret@127.0.0.1:\(server.port)/bytes/4?token=t0k3n&seed=1"
+
+        let output = try CLI.run(["-v", "--progress", "none", "--discard", url])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        #expect(!output.stderrText.contains("pw-s3cret"), "\(output.stderrText)")
+        #expect(!output.stderrText.contains("t0k3n"), "\(output.stderrText)")
+        let shown = "http://alice:[redacted]@127.0.0.1:\(server.port)/bytes/4?token=[redacted]&seed=1"
+        #expect(output.stderrText.contains("* GET \(shown)"), "\(output.stderrText)")
+        #expect(output.stderrText.contains("> GET /bytes/4?token=[redacted]&seed=1 HTTP/1.1"))
+    }
 }
