@@ -24,7 +24,34 @@ enum CurlArguments {
         "--experimental-dump-help", "--generate-completion-script",
     ]
 
-    static func rewrite(_ arguments: [String]) -> Outcome {
+    /// Our short options that take a value, and those that do not (Options,
+    /// CurlOptions; `C` is `-C -`). curl lets a value stick to its short
+    /// option (`-XPOST`, `-d@file`, `-sSLofile`); ArgumentParser does not.
+    static let valueShorts: Set<Character> = ["o", "H", "X", "d", "F", "T", "u", "m", "Y", "y", "b", "c", "x", "U",
+                                              "E", "A", "e", "r", "z", "D", "w", "C"]
+    static let flagShorts: Set<Character> = ["O", "k", "i", "v", "s", "G", "n", "I", "N", "S", "f", "R", "J", "L",
+                                             "Z", "g", "q", "4", "6", "V", "h"]
+
+    /// `-XPOST` → `-X`, `POST`; `-sSLofile` → `-sSLo`, `file`; nil when
+    /// `token` is not flags then one value option with its value attached.
+    static func splitAttached(_ token: String) -> [String]? {
+        guard token.hasPrefix("-"), !token.hasPrefix("--"), token.count > 2 else { return nil }
+        var index = token.index(after: token.startIndex)
+        while index < token.endIndex {
+            let character = token[index]
+            let next = token.index(after: index)
+            if valueShorts.contains(character) {
+                guard next < token.endIndex else { return nil }   // a bundle ArgumentParser reads itself
+                return [String(token[..<next]), String(token[next...])]
+            }
+            guard flagShorts.contains(character) else { return nil }
+            index = next
+        }
+        return nil
+    }
+
+    static func rewrite(_ given: [String]) -> Outcome {
+        var arguments = given
         var out: [String] = []
         var index = 0
         var afterDashes = false
@@ -44,6 +71,11 @@ enum CurlArguments {
             if token == "--version" || token == "-V" { return .version }
             let name = token.split(separator: "=", maxSplits: 1).first.map(String.init) ?? token
             if let reason = unsupported[name] { return .refused("\(name): \(reason)") }
+            if let parts = splitAttached(token) {
+                arguments.replaceSubrange((index - 1)..<index, with: parts)
+                index -= 1
+                continue
+            }
             switch token {
             case "-#":
                 out.append("--progress-bar")

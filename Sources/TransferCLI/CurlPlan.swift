@@ -160,8 +160,9 @@ enum CurlPlan {
     }
 
     /// The `-d`, `--data-raw` and `--data-urlencode` values joined with `&`
-    /// (curl's rule), or nil when none was given. A lone `-d @FILE` is left
-    /// to the caller (streamed from disk, as before).
+    /// (curl's rule), or nil when none was given. `-d @FILE` is the file
+    /// without its CR and LF bytes, as curl reads it (`--data-binary @FILE`
+    /// streams a file as is).
     static func joinedData(_ options: Options) throws(Failure) -> String? {
         var pieces: [String] = []
         for value in options.data {

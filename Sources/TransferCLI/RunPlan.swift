@@ -178,11 +178,6 @@ struct RunPlan: Sendable {
         }
         if options.curl.get {
             // -G: the data went into the URL.
-        } else if options.data.count == 1 && options.data[0].hasPrefix("@") && options.curl.dataRaw.isEmpty
-            && options.curl.dataURLEncode.isEmpty
-        {
-            body = try Self.bodyValue(options.data[0], flag: "--data")   // streamed from disk, as before
-            setDefault("Content-Type", "application/x-www-form-urlencoded")
         } else if hasData, let data = try CurlPlan.joinedData(options) {
             body = .data(Data(data.utf8))
             setDefault("Content-Type", "application/x-www-form-urlencoded")

@@ -115,6 +115,28 @@ struct CLICurlCommandLineTests {
         #expect(headers.stdout.suffix(7) == TestServer.bytes(seed: 2, count: 7))
     }
 
+    @Test("a value stuck to its short option reads as in curl: -XPUT, -d@FILE, -uUSER:PW, -sSLoPATH, -C-")
+    func attachedValues() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let body = directory.file("body.txt")
+        try Data("k=v\n".utf8).write(to: body)
+
+        let put = try CLI.run(["-s", "-XPUT", "-d@" + body.path, "-ualice:pw", server.url("/echo").absoluteString])
+        let saved = try CLI.run(["-sSLo" + directory.file("out").path, "-C-",
+                                 server.url("/bytes/9?seed=4").absoluteString])
+
+        #expect(put.status == 0, "\(put.stderrText)")
+        #expect(server.requests.first?.method == "PUT")
+        let basic = "Basic " + Data("alice:pw".utf8).base64EncodedString()
+        #expect(server.requests.first?.header("Authorization") == basic)
+        let echo = try JSONSerialization.jsonObject(with: put.stdout) as? [String: Any]
+        #expect(echo?["body_length"] as? Int == 3, "-d @FILE drops the newline: \(put.stdoutText)")
+        #expect(saved.status == 0, "\(saved.stderrText)")
+        #expect(try Data(contentsOf: directory.file("out")) == TestServer.bytes(seed: 4, count: 9))
+    }
+
     @Test("curl's --parallel flag and --parallel-max N run every URL")
     func parallelFlag() throws {
         let server = try TestServer.start()
