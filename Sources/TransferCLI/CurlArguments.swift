@@ -5,8 +5,9 @@ import Transfer
 /// - no verb: `transfer URL…` is `transfer get URL…` (a body option then
 ///   makes it a POST in ``RunPlan``, as curl does);
 /// - `--version` / `-V` anywhere: the version lines, exit 0;
-/// - `-#` is `--progress-bar`, `-C -` is `--resume`, and `--parallel`
-///   without a number is curl's flag (`-Z`), not our `--parallel N`;
+/// - `-#` is `--progress-bar`, `-C -` is `--resume`, `--socks5 HOST:PORT`
+///   is `-x socks5://HOST:PORT`, and `--parallel` without a number is
+///   curl's flag (`-Z`), not our `--parallel N`;
 /// - a curl option we do not support is refused by name, with our
 ///   equivalent where there is one (never ArgumentParser's "Unknown option").
 enum CurlArguments {
@@ -88,6 +89,11 @@ enum CurlArguments {
                 }
                 index += 1
                 out.append("--resume")
+            case "--socks5", "--socks5-hostname":
+                // curl's older spelling of -x socks5://HOST:PORT (socks5h: names resolved by the proxy).
+                guard index < arguments.count else { return .refused("\(token): needs HOST[:PORT]") }
+                out += ["-x", (token == "--socks5" ? "socks5://" : "socks5h://") + arguments[index]]
+                index += 1
             case "--parallel":
                 // curl's --parallel is a flag; ours takes N. A number next: ours.
                 if index < arguments.count, Int(arguments[index]) != nil {
@@ -144,8 +150,6 @@ enum CurlArguments {
         add(["--curves"], "not supported: OpenSSL's default groups are used")
         add(["--proxy-insecure"], "not supported: use --proxy-cacert FILE")
         add(["--socks4", "--socks4a"], "not supported: use -x socks5://HOST:PORT")
-        add(["--socks5"], "use -x socks5://HOST:PORT")
-        add(["--socks5-hostname"], "use -x socks5h://HOST:PORT")
         add(["-p", "--proxytunnel", "--preproxy", "--proxy-anyauth", "--proxy-digest", "--proxy-ntlm",
              "--proxy-negotiate", "--proxy-header"], "not supported (see -x and -U)")
         add(["--anyauth", "--ntlm", "--ntlm-wb", "--negotiate", "--sasl-ir", "--delegation"],

@@ -65,7 +65,7 @@ struct CLICurlCommandLineTests {
     func refusedOptions() throws {
         let cases: [([String], String)] = [
             (["--http3", "http://127.0.0.1:9/"], "--http3: not supported by this build's libcurl"),
-            (["--socks5", "h:1", "http://127.0.0.1:9/"], "--socks5: use -x socks5://HOST:PORT"),
+            (["--socks4", "h:1", "http://127.0.0.1:9/"], "--socks4: not supported: use -x socks5://HOST:PORT"),
             (["--capath", "/etc/ssl/certs", "http://127.0.0.1:9/"], "--capath: not supported: use --cacert FILE"),
             (["-C", "100", "-o", "/dev/null", "http://127.0.0.1:9/"], "-C 100: only -C - is supported"),
             (["--no-such-thing", "http://127.0.0.1:9/"], "--no-such-thing: not an option of transfer"),

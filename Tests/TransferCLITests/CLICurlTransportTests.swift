@@ -89,6 +89,23 @@ struct CLICurlTransportTests {
         #expect((echo?["http_version"] as? String)?.hasSuffix("1.0") == true, "\(http10.stdoutText)")
     }
 
+    @Test("--socks5 resolves here and --socks5-hostname lets the proxy resolve, as -x socks5:// and socks5h://")
+    func socksSpellings() throws {
+        let origin = try TestServer.start()
+        defer { origin.stop() }
+        let socks = try TestSOCKS5Server(hosts: ["cli-origin.test": "127.0.0.1"])
+        defer { socks.stop() }
+
+        let local = try CLI.run(["-s", "--socks5", "127.0.0.1:\(socks.port)", "--discard",
+                                 origin.url("/bytes/2").absoluteString])
+        let remote = try CLI.run(["-s", "--socks5-hostname", "127.0.0.1:\(socks.port)", "--discard",
+                                  "http://cli-origin.test:\(origin.port)/bytes/2"])
+
+        #expect(local.status == 0, "\(local.stderrText)")
+        #expect(remote.status == 0, "\(remote.stderrText)")
+        #expect(socks.requests.map(\.destination) == [.ipv4("127.0.0.1"), .name("cli-origin.test")])
+    }
+
     @Test("-4 reaches an IPv4 address; -6 refuses it (exit 4) and nothing is sent")
     func addressFamilies() throws {
         let server = try TestServer.start()
