@@ -163,16 +163,15 @@ enum CurlArguments {
         add(["--retry-all-errors"], "not supported: --retry N retries transient failures")
         add(["--raw", "--tr-encoding"], "not supported: bodies are always decoded")
         add(["--xattr"], "not supported")
-        add(["--trace-time", "--trace-ids", "--trace-config"], "not supported")
+        add(["--trace-ids", "--trace-config"], "not supported")
         add(["-j", "--junk-session-cookies", "--cookie-session"], "not supported")
         add(["--fail-early"], "not supported: every URL runs; the first failure in input order sets the exit code")
-        add(["--keepalive-time", "--no-keepalive", "--tcp-nodelay", "--tcp-fastopen"], "not supported")
+        add(["--keepalive-time", "--no-keepalive", "--no-tcp-nodelay", "--tcp-fastopen"], "not supported")
         add(["-l", "--list-only", "-P", "--ftp-port", "-Q", "--quote", "--ftp-pasv", "--ftp-ssl", "--ftp-create-dirs",
              "--crlf", "-a", "--append", "-B", "--use-ascii", "-t", "--telnet-option", "--mail-from",
              "--mail-rcpt", "--mail-auth", "--tftp-blksize", "--ssl", "--ssl-reqd", "--hostpubmd5",
              "--pubkey", "--krb"],
             "not supported: transfer speaks http and https only")
-        add(["--form-string"], "not supported: use -F name=value")
         add(["--ignore-content-length"], "not supported")
         add(["--request-target"], "not supported")
         add(["--expect100-timeout"], "not supported")

@@ -17,6 +17,11 @@ struct CurlOptions: ParsableArguments {
                                valueName: "DATA"))
     var dataURLEncode: [String] = []
 
+    @Option(name: .customLong("form-string"),
+            help: ArgumentHelp("A multipart field whose value is taken as is (repeatable, after the -F parts).",
+                               valueName: "NAME=VALUE"))
+    var formString: [String] = []
+
     @Flag(name: [.customShort("G"), .customLong("get")], help: "Send the -d data in the URL's query with GET.")
     var get = false
 
@@ -192,4 +197,10 @@ struct CurlOptions: ParsableArguments {
 
     @Option(name: .customLong("trace-ascii"), help: ArgumentHelp("The same as --trace.", valueName: "FILE"))
     var traceASCII: String?
+
+    @Flag(name: .customLong("trace-time"), help: "Start each -v and --trace line with the time of day.")
+    var traceTime = false
+
+    @Flag(name: .customLong("tcp-nodelay"), help: "Accepted: TCP_NODELAY is always set.")
+    var tcpNoDelay = false
 }

@@ -13,6 +13,8 @@ struct CurlSettings: Sendable {
     var writeOut: WriteOutFormat?
     /// `--trace FILE` / `--trace-ascii FILE` ("-": stdout).
     var tracePath: String?
+    /// `--trace-time`: trace lines start with the time of day.
+    var traceTime = false
     /// `-z` or `--etag-compare`: a 304 is success, and nothing is written.
     var conditional = false
     /// `--etag-save FILE`.
@@ -326,6 +328,7 @@ enum CurlPlan {
             throw Failure(.usage, "--trace and --trace-ascii exclude each other")
         }
         settings.tracePath = curl.trace ?? curl.traceASCII
+        settings.traceTime = curl.traceTime
         settings.conditional = curl.timeCondition != nil || curl.etagCompare != nil
         settings.etagSave = curl.etagSave
         settings.remoteTime = curl.remoteTime

@@ -159,13 +159,14 @@ struct RunPlan: Sendable {
         // -d, --data-raw and --data-urlencode: one body joined with & (curl's
         // rule), or with -G the URL's query.
         let hasData = !options.data.isEmpty || !options.curl.dataRaw.isEmpty || !options.curl.dataURLEncode.isEmpty
-        let bodySources = [hasData, options.dataBinary != nil, options.json != nil, !options.form.isEmpty,
+        let hasForm = !options.form.isEmpty || !options.curl.formString.isEmpty
+        let bodySources = [hasData, options.dataBinary != nil, options.json != nil, hasForm,
                            options.uploadFile != nil]
         guard bodySources.filter({ $0 }).count <= 1 else {
             throw Failure(.usage, "--data, --data-binary, --json, --form and --upload-file exclude each other")
         }
         if options.curl.get {
-            guard options.dataBinary == nil, options.json == nil, options.form.isEmpty, options.uploadFile == nil else {
+            guard options.dataBinary == nil, options.json == nil, !hasForm, options.uploadFile == nil else {
                 throw Failure(.usage, "-G sends -d data in the URL: not --data-binary, --json, -F or -T")
             }
             if let query = try CurlPlan.joinedData(options) {
@@ -189,7 +190,7 @@ struct RunPlan: Sendable {
             body = try Self.bodyValue(json, flag: "--json")
             setDefault("Content-Type", "application/json")
             setDefault("Accept", "application/json")
-        } else if !options.form.isEmpty {
+        } else if hasForm {
             // The library's multipart builder: parts streamed from disk, exact length.
             var form = MultipartFormData()
             for spec in options.form {
@@ -211,6 +212,13 @@ struct RunPlan: Sendable {
                         throw Failure(.invalidRequest, "-F \(name): \(error.message)")
                     }
                 }
+            }
+            for spec in options.curl.formString {
+                // --form-string: the value as given, `@` and `<` not special (after the -F parts).
+                guard let equals = spec.firstIndex(of: "="), equals != spec.startIndex else {
+                    throw Failure(.usage, "--form-string: expected name=value, got \(spec.debugDescription)")
+                }
+                form.append(formField: String(spec[spec.index(after: equals)...]), name: String(spec[..<equals]))
             }
             body = .multipart(form)
         } else if let file = options.uploadFile {

@@ -36,7 +36,7 @@ final class Runner: Sendable {
         self.plan = plan
         verbose = VerboseLog.make(enabled: plan.verbose)
         display = ProgressDisplay(style: plan.progress)
-        trace = try TraceOutput(path: plan.curl.tracePath, verbose: plan.verbose)
+        trace = try TraceOutput(path: plan.curl.tracePath, verbose: plan.verbose, timed: plan.curl.traceTime)
         if let path = plan.curl.dumpHeader {
             // Truncated once: every transfer of the run appends its head.
             let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

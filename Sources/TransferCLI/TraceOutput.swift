@@ -14,19 +14,19 @@ final class TraceOutput: Sendable {
     private let sink: TraceSink
 
     /// nil when neither `-v` nor a trace file was asked for.
-    init?(path: String?, verbose: Bool) throws(Failure) {
+    init?(path: String?, verbose: Bool, timed: Bool = false) throws(Failure) {
         if let path {
             if path == "-" {
-                sink = TraceSink(fd: STDOUT_FILENO, owned: false)
+                sink = TraceSink(fd: STDOUT_FILENO, owned: false, timed: timed)
             } else {
                 let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
                 guard fd >= 0 else {
                     throw Failure(.localFile, "cannot open --trace \(path): \(String(cString: strerror(errno)))")
                 }
-                sink = TraceSink(fd: fd, owned: true)
+                sink = TraceSink(fd: fd, owned: true, timed: timed)
             }
         } else if verbose {
-            sink = TraceSink(fd: STDERR_FILENO, owned: false)
+            sink = TraceSink(fd: STDERR_FILENO, owned: false, timed: timed)
         } else {
             return nil
         }
@@ -41,17 +41,30 @@ final class TraceOutput: Sendable {
 final class TraceSink: Sendable {
     let fd: Int32
     private let owned: Bool
+    /// `--trace-time`: each line starts with `HH:MM:SS.uuuuuu ` (local time, as curl).
+    private let timed: Bool
     private let lock = Protected(())
 
-    init(fd: Int32, owned: Bool) {
+    init(fd: Int32, owned: Bool, timed: Bool = false) {
         self.fd = fd
         self.owned = owned
+        self.timed = timed
+    }
+
+    /// The time of day as curl's --trace-time writes it.
+    private static func timestamp() -> String {
+        var now = timeval()
+        gettimeofday(&now, nil)
+        var seconds = now.tv_sec
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        return String(format: "%02d:%02d:%02d.%06d ", parts.tm_hour, parts.tm_min, parts.tm_sec, Int32(now.tv_usec))
     }
 
     deinit { if owned { close(fd) } }
 
     func line(_ text: String) {
-        let bytes = Array((Terminal.printable(text) + "\n").utf8)
+        let bytes = Array(((timed ? Self.timestamp() : "") + Terminal.printable(text) + "\n").utf8)
         switch fd {
         case STDOUT_FILENO: Terminal.writeStdout(bytes)
         case STDERR_FILENO: Terminal.writeStderr(bytes)

@@ -86,6 +86,7 @@ struct CLICurlCommandLineTests {
         let directory = try TemporaryDirectory()
 
         let ok = try CLI.run(["-q", "-fsSL", "--compressed", "-N", "-J", "-Z", "-#", "-g", "--retry-connrefused",
+                              "--tcp-nodelay",
                               "--basic", "-u", "a:b", "-o", directory.file("a").path,
                               server.url("/redirect/1").absoluteString])
         let notFound = try CLI.run(["-f", "-s", server.url("/status/404").absoluteString])

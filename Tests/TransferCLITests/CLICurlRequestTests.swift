@@ -32,6 +32,22 @@ struct CLICurlRequestTests {
         #expect(echo(get)["body_length"] as? Int == 0)
     }
 
+    @Test("--form-string sends @ as text in a multipart field, where -F would read the file")
+    func formString() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let url = server.url("/upload").absoluteString
+
+        let literal = try CLI.run(["-s", "--form-string", "f=@/no/such/file", "-F", "g=1", url])
+        let file = try CLI.run(["-s", "-F", "f=@/no/such/file", url])
+
+        #expect(literal.status == 0, "\(literal.stderrText)")
+        #expect(server.requests.first?.method == "POST")
+        #expect(server.requests.first?.header("Content-Type")?.hasPrefix("multipart/form-data; boundary=") == true)
+        #expect(file.status == 3, "\(file.stderrText)")
+        #expect(server.requests.count == 1)
+    }
+
     @Test("--url, -e and -r reach the server; the range's bytes are the output")
     func urlRefererRange() throws {
         let server = try TestServer.start()

@@ -128,6 +128,24 @@ struct CLICurlWriteOutTests {
         #expect(traced.stderrText.isEmpty, "\(traced.stderrText)")
     }
 
+    @Test("--trace-time starts every trace line with the time of day")
+    func traceTime() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let trace = directory.file("t.txt").path
+
+        let output = try CLI.run(["-s", "--trace", trace, "--trace-time", "--discard",
+                                  server.url("/bytes/3").absoluteString])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
+        let stamped = try Regex(#"^\d\d:\d\d:\d\d\.\d{6} [*<>] "#)
+        #expect(!lines.isEmpty)
+        #expect(lines.allSatisfy { $0.firstMatch(of: stamped) != nil }, "\(lines)")
+        #expect(lines.contains { $0.hasSuffix(" > GET /bytes/3 HTTP/1.1") })
+    }
+
     @Test("-v never prints a URL's password or a secret query value, in curl's lines or ours")
     func verboseRedactsURLs() throws {
         let server = try TestServer.start()
