@@ -390,6 +390,7 @@ static CURLcode set_request(struct cti_transfer *t)
   SETOPT(CURLOPT_HTTPHEADER, t->headers);
   SETOPT(CURLOPT_PROXYHEADER, t->proxy_headers);
   SETOPT(CURLOPT_RESOLVE, t->resolve);
+  SETOPT(CURLOPT_CONNECT_TO, t->connect_to);
   if(t->flags & CT_FLAG_TRACE)
     SETOPT(CURLOPT_DEBUGDATA, t);
   /* Cookies differ per request (flags, a read-only copy of the jar): the

@@ -86,6 +86,11 @@ ct_code cti_transfer_create(struct ct_loop *loop,
     if(!r || has_crlf(r) || !strchr(r, ':'))
       return CT_E_INVALID_REQUEST;
   }
+  for(i = 0; i < spec->connect_to_count; i++) {
+    const char *c = spec->connect_to ? spec->connect_to[i] : NULL;
+    if(!c || has_crlf(c) || !strchr(c, ':'))
+      return CT_E_INVALID_REQUEST;
+  }
 
   t = calloc(1, sizeof(*t));
   if(!t)
@@ -124,6 +129,7 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->spec.journal_path = NULL;
   t->spec.expected_sha256 = NULL;
   t->spec.resolve = NULL;
+  t->spec.connect_to = NULL;
   t->spec.unix_socket_path = NULL;
   t->spec.netrc_file = NULL;
   t->spec.ciphers = NULL;
@@ -158,6 +164,13 @@ ct_code cti_transfer_create(struct ct_loop *loop,
     if(!n)
       goto nomem;
     t->resolve = n;
+  }
+  for(i = 0; i < spec->connect_to_count; i++) {
+    struct curl_slist *n = curl_slist_append(t->connect_to,
+                                             spec->connect_to[i]);
+    if(!n)
+      goto nomem;
+    t->connect_to = n;
   }
 
   t->body_kind = spec->body_kind;
@@ -220,6 +233,7 @@ void cti_transfer_free(struct cti_transfer *t)
   curl_slist_free_all(t->headers);
   curl_slist_free_all(t->proxy_headers);
   curl_slist_free_all(t->resolve);
+  curl_slist_free_all(t->connect_to);
   cti_proxy_free(t->proxy);
   cti_sink_free(&t->sink);
   free(t->url);

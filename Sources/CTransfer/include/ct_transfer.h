@@ -244,6 +244,13 @@ struct ct_transfer_spec {
   const char *_Nullable netrc_file;
   const char *_Nullable ciphers;
   const char *_Nullable tls13_ciphers;
+  /* curl's --connect-to (CURLOPT_CONNECT_TO): "HOST:PORT:CONNECT-HOST:
+   * CONNECT-PORT" entries, copied; a request for HOST:PORT connects to the
+   * other pair (an empty field matches any / keeps the original), while
+   * TLS and Host: still name HOST. An entry with CR or LF, or without a
+   * colon, is refused (CT_E_INVALID_REQUEST). */
+  const char *_Nullable const *_Nullable connect_to;
+  size_t connect_to_count;
 };
 
 #define CT_DEFAULT_DECODE_RATIO 100

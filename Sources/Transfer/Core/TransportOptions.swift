@@ -48,6 +48,11 @@ public struct TransportOptions: Sendable, Hashable {
     /// The newest TLS version a handshake may settle on; nil: the newest OpenSSL has.
     /// A server outside the range fails the task with ``TransferError/Code/tlsFailure``.
     public var maximumTLSVersion: TLSVersion?
+    /// curl's `--connect-to` entries, `HOST:PORT:CONNECT-HOST:CONNECT-PORT`:
+    /// a request for HOST:PORT connects to CONNECT-HOST:CONNECT-PORT instead
+    /// (an empty HOST or PORT matches any; an empty CONNECT field keeps the
+    /// original), while TLS and the `Host` header still name HOST.
+    public var connectTo: [String] = []
     /// OpenSSL's cipher list for TLS 1.2 and below (curl's `--ciphers`,
     /// e.g. `ECDHE-RSA-AES128-GCM-SHA256`); nil: OpenSSL's default. A list
     /// with no cipher the server accepts fails with ``TransferError/Code/tlsFailure``.
@@ -85,6 +90,10 @@ public struct TransportOptions: Sendable, Hashable {
         spec.netrc_file = UnsafePointer(strings.make(netrcFile))
         spec.ciphers = UnsafePointer(strings.make(cipherList))
         spec.tls13_ciphers = UnsafePointer(strings.make(tls13CipherSuites))
+        if !connectTo.isEmpty {
+            spec.connect_to = UnsafePointer(strings.makeArray(connectTo))
+            spec.connect_to_count = connectTo.count
+        }
         if keepsPathAsIs { spec.flags |= UInt32(CT_FLAG_PATH_AS_IS) }
     }
 }
