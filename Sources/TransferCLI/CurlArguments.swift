@@ -158,7 +158,6 @@ enum CurlArguments {
         add(["--proto-default"], "not supported: a URL without a scheme is refused")
         add(["--interface", "--local-port", "--dns-servers", "--dns-interface", "--dns-ipv4-addr",
              "--dns-ipv6-addr", "--doh-url", "--happy-eyeballs-timeout-ms"], "not supported")
-        add(["--connect-to"], "not supported: use --resolve HOST:PORT:ADDR")
         add(["--alt-svc", "--hsts"], "not supported")
         add(["--retry-all-errors"], "not supported: --retry N retries transient failures")
         add(["--raw", "--tr-encoding"], "not supported: bodies are always decoded")

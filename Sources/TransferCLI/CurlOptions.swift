@@ -161,6 +161,11 @@ struct CurlOptions: ParsableArguments {
     @Flag(name: [.customShort("6"), .customLong("ipv6")], help: "Connect over IPv6 only.")
     var ipv6 = false
 
+    @Option(name: .customLong("connect-to"),
+            help: ArgumentHelp("HOST:PORT:CONNECT-HOST:CONNECT-PORT - connect there for HOST:PORT (repeatable).",
+                               valueName: "HOST:PORT:HOST2:PORT2"))
+    var connectTo: [String] = []
+
     @Option(name: .customLong("unix-socket"),
             help: ArgumentHelp("Connect to the Unix domain socket PATH instead of the host.", valueName: "PATH"))
     var unixSocket: String?

@@ -268,6 +268,17 @@ enum CurlPlan {
                 throw Failure(.usage, "\(flag): expected a cipher list such as ECDHE-RSA-AES128-GCM-SHA256")
             }
         }
+        for entry in curl.connectTo {
+            // Four fields; a bracketed IPv6 address may hold colons of its own.
+            let unbracketed = entry.replacingOccurrences(of: #"\[[^\]]*\]"#, with: "A", options: .regularExpression)
+            guard unbracketed.split(separator: ":", omittingEmptySubsequences: false).count == 4,
+                !entry.contains(where: { $0.isWhitespace || $0.isNewline })
+            else {
+                let expected = "HOST:PORT:CONNECT-HOST:CONNECT-PORT"
+                throw Failure(.usage, "--connect-to: expected \(expected), got \(entry.debugDescription)")
+            }
+        }
+        configuration.transport.connectTo = curl.connectTo
         configuration.transport.cipherList = curl.ciphers
         configuration.transport.tls13CipherSuites = curl.tls13Ciphers
         configuration.transport.keepsPathAsIs = curl.pathAsIs

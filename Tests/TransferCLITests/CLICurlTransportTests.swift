@@ -106,6 +106,21 @@ struct CLICurlTransportTests {
         #expect(socks.requests.map(\.destination) == [.ipv4("127.0.0.1"), .name("cli-origin.test")])
     }
 
+    @Test("--connect-to sends a request for another host and port to our server, Host unchanged")
+    func connectTo() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+
+        let output = try CLI.run(["-s", "--connect-to", "bench.example:80:127.0.0.1:\(server.port)",
+                                  "http://bench.example/bytes/5?seed=3"])
+        let bad = try CLI.run(["-s", "--connect-to", "bench.example:80", "http://bench.example/"])
+
+        #expect(output.status == 0, "\(output.stderrText)")
+        #expect(output.stdout == TestServer.bytes(seed: 3, count: 5))
+        #expect(server.requests.first?.header("Host") == "bench.example")
+        #expect(bad.status == 2, "\(bad.stderrText)")
+    }
+
     @Test("-4 reaches an IPv4 address; -6 refuses it (exit 4) and nothing is sent")
     func addressFamilies() throws {
         let server = try TestServer.start()
