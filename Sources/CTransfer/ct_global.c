@@ -52,6 +52,72 @@ int ct_curl_has_psl(void)
   return has_psl;
 }
 
+/* curl --version's feature names, in its order (newer bits when the
+ * headers know them). */
+static const struct {
+  int bit;
+  const char *name;
+} feature_names[] = {
+  {CURL_VERSION_ALTSVC, "alt-svc"},
+  {CURL_VERSION_ASYNCHDNS, "AsynchDNS"},
+  {CURL_VERSION_BROTLI, "brotli"},
+  {CURL_VERSION_GSSAPI, "GSS-API"},
+#ifdef CURL_VERSION_HSTS
+  {CURL_VERSION_HSTS, "HSTS"},
+#endif
+  {CURL_VERSION_HTTP2, "HTTP2"},
+  {CURL_VERSION_HTTPS_PROXY, "HTTPS-proxy"},
+  {CURL_VERSION_IDN, "IDN"},
+  {CURL_VERSION_IPV6, "IPv6"},
+  {CURL_VERSION_KERBEROS5, "Kerberos"},
+  {CURL_VERSION_LARGEFILE, "Largefile"},
+  {CURL_VERSION_LIBZ, "libz"},
+  {CURL_VERSION_NTLM, "NTLM"},
+  {CURL_VERSION_PSL, "PSL"},
+  {CURL_VERSION_SPNEGO, "SPNEGO"},
+  {CURL_VERSION_SSL, "SSL"},
+#ifdef CURL_VERSION_THREADSAFE
+  {CURL_VERSION_THREADSAFE, "threadsafe"},
+#endif
+  {CURL_VERSION_TLSAUTH_SRP, "TLS-SRP"},
+  {CURL_VERSION_UNIX_SOCKETS, "UnixSockets"},
+#ifdef CURL_VERSION_ZSTD
+  {CURL_VERSION_ZSTD, "zstd"},
+#endif
+};
+
+static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+static char features[512];
+
+static void build_features(void)
+{
+  curl_version_info_data *info = curl_version_info(CURLVERSION_NOW);
+  size_t pos = 0;
+  size_t i;
+
+  features[0] = 0;
+  if(!info)
+    return;
+  for(i = 0; i < sizeof(feature_names) / sizeof(feature_names[0]); i++) {
+    size_t n = strlen(feature_names[i].name);
+    if(!(info->features & feature_names[i].bit))
+      continue;
+    if(pos + n + 2 > sizeof(features))
+      break;
+    if(pos)
+      features[pos++] = ' ';
+    memcpy(features + pos, feature_names[i].name, n);
+    pos += n;
+    features[pos] = 0;
+  }
+}
+
+const char *ct_curl_features(void)
+{
+  pthread_once(&features_once, build_features);
+  return features;
+}
+
 void ct_buffer_free(void *body)
 {
   free(body);

@@ -198,6 +198,10 @@ struct cti_transfer {
   char *client_cert;
   char *client_key;
   char *userpwd;
+  char *unix_socket_path;
+  char *netrc_file;
+  char *ciphers;
+  char *tls13_ciphers;
   struct curl_slist *headers;
   struct curl_slist *proxy_headers;  /* Proxy-Authorization: proxies only */
 
@@ -264,6 +268,7 @@ struct cti_transfer {
   struct cti_tls_verdict verdict;
   uint64_t trust_generation;      /* of the CAINFO marker now set */
   struct curl_slist *resolve;     /* CURLOPT_RESOLVE entries */
+  struct curl_slist *connect_to;  /* CURLOPT_CONNECT_TO entries */
   struct cti_proxy *proxy;        /* ct_proxy.c; NULL: the environment's */
   uint64_t profile;               /* key of its easy options; 0: none */
   /* At the final head, the file work it needs (the digest of a resumed

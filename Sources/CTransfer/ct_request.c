@@ -190,6 +190,18 @@ static void mix(struct profile_run *r, uint64_t v)
 #define PSTR(opt, val) PROFILE(opt, (const char *)(val), hash_string(val))
 #define PFUNC(opt, fn) PROFILE(opt, fn, 1)
 
+/* CURLOPT_SSLVERSION for a ct_tls_version minimum and maximum. */
+static long tls_version(int32_t min, int32_t max)
+{
+  long v = min == CT_TLS_1_3 ? CURL_SSLVERSION_TLSv1_3 :
+    min == CT_TLS_1_2 ? CURL_SSLVERSION_TLSv1_2 : CURL_SSLVERSION_DEFAULT;
+  if(max == CT_TLS_1_2)
+    v |= CURL_SSLVERSION_MAX_TLSv1_2;
+  else if(max == CT_TLS_1_3)
+    v |= CURL_SSLVERSION_MAX_TLSv1_3;
+  return v;
+}
+
 static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
 {
   CURLcode sc = CURLE_OK;
@@ -285,6 +297,9 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
   case CT_HTTP_1_0:
     httpver = CURL_HTTP_VERSION_1_0;
     break;
+  case CT_HTTP_2_PRIOR_KNOWLEDGE:
+    httpver = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+    break;
   default:
     httpver = CURL_HTTP_VERSION_2TLS;
     break;
@@ -322,6 +337,28 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
   }
   if(t->client_key)
     PSTR(CURLOPT_SSLKEY, t->client_key);
+  if(t->spec.tls_min || t->spec.tls_max)
+    PLONG(CURLOPT_SSLVERSION, tls_version(t->spec.tls_min, t->spec.tls_max));
+  if(t->ciphers)
+    PSTR(CURLOPT_SSL_CIPHER_LIST, t->ciphers);
+  if(t->tls13_ciphers)
+    PSTR(CURLOPT_TLS13_CIPHERS, t->tls13_ciphers);
+
+  /* curl's connection options (all off unless asked for). */
+  if(t->spec.ip_resolve == CT_IP_V4)
+    PLONG(CURLOPT_IPRESOLVE, CURL_IPRESOLVE_V4);
+  else if(t->spec.ip_resolve == CT_IP_V6)
+    PLONG(CURLOPT_IPRESOLVE, CURL_IPRESOLVE_V6);
+  if(t->unix_socket_path)
+    PSTR(CURLOPT_UNIX_SOCKET_PATH, t->unix_socket_path);
+  if(t->flags & CT_FLAG_PATH_AS_IS)
+    PLONG(CURLOPT_PATH_AS_IS, 1L);
+  if(t->spec.netrc != CT_NETRC_IGNORED) {
+    PLONG(CURLOPT_NETRC, t->spec.netrc == CT_NETRC_REQUIRED ?
+          CURL_NETRC_REQUIRED : CURL_NETRC_OPTIONAL);
+    if(t->netrc_file)
+      PSTR(CURLOPT_NETRC_FILE, t->netrc_file);
+  }
   if(r->apply) {
     t->trust_generation = t->loop->trust_generation;
     sc = cti_proxy_setup(t);           /* ct_proxy.c */
@@ -353,6 +390,7 @@ static CURLcode set_request(struct cti_transfer *t)
   SETOPT(CURLOPT_HTTPHEADER, t->headers);
   SETOPT(CURLOPT_PROXYHEADER, t->proxy_headers);
   SETOPT(CURLOPT_RESOLVE, t->resolve);
+  SETOPT(CURLOPT_CONNECT_TO, t->connect_to);
   if(t->flags & CT_FLAG_TRACE)
     SETOPT(CURLOPT_DEBUGDATA, t);
   /* Cookies differ per request (flags, a read-only copy of the jar): the

@@ -86,6 +86,11 @@ ct_code cti_transfer_create(struct ct_loop *loop,
     if(!r || has_crlf(r) || !strchr(r, ':'))
       return CT_E_INVALID_REQUEST;
   }
+  for(i = 0; i < spec->connect_to_count; i++) {
+    const char *c = spec->connect_to ? spec->connect_to[i] : NULL;
+    if(!c || has_crlf(c) || !strchr(c, ':'))
+      return CT_E_INVALID_REQUEST;
+  }
 
   t = calloc(1, sizeof(*t));
   if(!t)
@@ -102,6 +107,10 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->client_cert = cti_strdup(spec->client_cert);
   t->client_key = cti_strdup(spec->client_key);
   t->userpwd = cti_strdup(spec->user_password);
+  t->unix_socket_path = cti_strdup(spec->unix_socket_path);
+  t->netrc_file = cti_strdup(spec->netrc_file);
+  t->ciphers = cti_strdup(spec->ciphers);
+  t->tls13_ciphers = cti_strdup(spec->tls13_ciphers);
   t->body_path = cti_strdup(spec->body_path);
   t->spec = *spec;
   t->spec.url = NULL;
@@ -120,6 +129,11 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->spec.journal_path = NULL;
   t->spec.expected_sha256 = NULL;
   t->spec.resolve = NULL;
+  t->spec.connect_to = NULL;
+  t->spec.unix_socket_path = NULL;
+  t->spec.netrc_file = NULL;
+  t->spec.ciphers = NULL;
+  t->spec.tls13_ciphers = NULL;
   {
     /* ct_proxy.c: a CR or LF in a proxy setting, or no memory */
     ct_code prc = cti_proxy_create(t, spec);
@@ -150,6 +164,13 @@ ct_code cti_transfer_create(struct ct_loop *loop,
     if(!n)
       goto nomem;
     t->resolve = n;
+  }
+  for(i = 0; i < spec->connect_to_count; i++) {
+    struct curl_slist *n = curl_slist_append(t->connect_to,
+                                             spec->connect_to[i]);
+    if(!n)
+      goto nomem;
+    t->connect_to = n;
   }
 
   t->body_kind = spec->body_kind;
@@ -212,6 +233,7 @@ void cti_transfer_free(struct cti_transfer *t)
   curl_slist_free_all(t->headers);
   curl_slist_free_all(t->proxy_headers);
   curl_slist_free_all(t->resolve);
+  curl_slist_free_all(t->connect_to);
   cti_proxy_free(t->proxy);
   cti_sink_free(&t->sink);
   free(t->url);
@@ -221,6 +243,10 @@ void cti_transfer_free(struct cti_transfer *t)
   free(t->client_cert);
   free(t->client_key);
   free(t->userpwd);
+  free(t->unix_socket_path);
+  free(t->netrc_file);
+  free(t->ciphers);
+  free(t->tls13_ciphers);
   free(t->body_path);
   free(t->hdr);
   free(t->etag);

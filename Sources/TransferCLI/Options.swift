@@ -14,7 +14,7 @@ struct Options: ParsableArguments {
             help: ArgumentHelp("Write the body to PATH (via PATH.part).", valueName: "PATH"))
     var output: String?
 
-    @Flag(name: [.customShort("O"), .customLong("remote-name")],
+    @Flag(name: [.customShort("O"), .customLong("remote-name"), .customLong("remote-name-all")],
           help: "Name the file from Content-Disposition or the URL path.")
     var remoteName = false
 
@@ -37,7 +37,7 @@ struct Options: ParsableArguments {
             help: ArgumentHelp("One URL per line (blank lines and # comments skipped).", valueName: "FILE"))
     var urlFile: String?
 
-    @Option(name: .customLong("parallel"), parsing: .unconditional,
+    @Option(name: [.customLong("parallel"), .customLong("parallel-max")], parsing: .unconditional,
             help: ArgumentHelp("At most N transfers at once.", valueName: "N"))
     var parallel: Int = 8
 
@@ -64,9 +64,10 @@ struct Options: ParsableArguments {
             help: ArgumentHelp("Override the method.", valueName: "METHOD"))
     var method: String?
 
-    @Option(name: .customLong("data"),
-            help: ArgumentHelp("Body: STRING or @FILE (form-encoded or raw).", valueName: "STRING|@FILE"))
-    var data: String?
+    @Option(name: [.customShort("d"), .customLong("data"), .customLong("data-ascii")],
+            help: ArgumentHelp("Body: STRING or @FILE (form-encoded or raw; repeatable, joined with &).",
+                               valueName: "STRING|@FILE"))
+    var data: [String] = []
 
     @Option(name: .customLong("data-binary"),
             help: ArgumentHelp("Body sent as is: STRING, @FILE or @- (stdin, streamed).", valueName: "STRING|@FILE|@-"))
@@ -222,7 +223,8 @@ struct Options: ParsableArguments {
     @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Both of the two flags above.")
     var insecure = false
 
-    @Option(name: .customLong("cert"), help: ArgumentHelp("Client certificate (PEM).", valueName: "FILE"))
+    @Option(name: [.customShort("E"), .customLong("cert")],
+            help: ArgumentHelp("Client certificate (PEM).", valueName: "FILE"))
     var cert: String?
 
     @Option(name: .customLong("key"), help: ArgumentHelp("Client key (PEM).", valueName: "FILE"))
@@ -237,7 +239,8 @@ struct Options: ParsableArguments {
             help: ArgumentHelp("Acceptable status codes, e.g. 200-299,304.", valueName: "RANGES"))
     var acceptStatus: String = "200-299"
 
-    @Flag(name: [.customShort("i"), .customLong("include")], help: "Print the status line and headers before the body.")
+    @Flag(name: [.customShort("i"), .customLong("include"), .customLong("show-headers")],
+          help: "Print the status line and headers before the body.")
     var include = false
 
     @Option(name: .customLong("print"), help: ArgumentHelp("body, headers, status or none.", valueName: "WHAT"))
@@ -258,4 +261,8 @@ struct Options: ParsableArguments {
 
     @Flag(name: [.customShort("s"), .customLong("silent")], help: "No progress and no notes (failures still print).")
     var silent = false
+
+    // MARK: curl's options (CurlOptions)
+
+    @OptionGroup(title: "curl's options") var curl: CurlOptions
 }

@@ -82,17 +82,21 @@ struct RunPlan: Sendable {
     var clobber = false
     /// `-c FILE`: where the run's cookies are written at the end.
     var cookieJarPath: String?
+    /// What curl's options add (CurlPlan.swift).
+    var curl = CurlSettings()
 
     /// A plan failure: exit 2 for usage errors, 3 for unreadable inputs.
     static func make(verb: any Verb) throws(Failure) -> RunPlan {
-        let options = verb.options
-        let method = options.method.map { HTTPMethod($0) } ?? type(of: verb).method
+        var options = verb.options
+        try CurlPlan.mergePinnedPublicKey(&options)   // --pinnedpubkey: our pins
+        var method = options.method.map { HTTPMethod($0) } ?? type(of: verb).method
+        if options.curl.head && options.method == nil { method = .head }   // -I
         if let raw = options.method, raw.isEmpty || !raw.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
             throw Failure(.usage, "-X: not an HTTP method: \(raw.debugDescription)")
         }
 
         // URLs: arguments first, then the URL file, in order.
-        var urls = verb.urls
+        var urls = verb.urls + options.curl.urls
         if let urlFile = options.urlFile {
             urls += Parse.urlLines(try URLFile.read(urlFile))
         }
@@ -125,7 +129,7 @@ struct RunPlan: Sendable {
 
         // Headers.
         var headers = HTTPHeaders()
-        for line in options.headers {
+        for line in try CurlPlan.expandedHeaders(options.headers) {   // -H @FILE: a header per line
             guard let (name, value) = Parse.header(line) else {
                 throw Failure(.usage, "-H: expected \"Name: value\", got \(line.debugDescription)")
             }
@@ -149,19 +153,34 @@ struct RunPlan: Sendable {
         } else if options.digest {
             throw Failure(.usage, "--digest needs --user USER:PASSWORD")
         }
+        try CurlPlan.addHeaders(&headers, options.curl)   // -A, -e, -r, -z, --etag-compare, User-Agent
 
         // Body.
-        let bodySources = [options.data != nil, options.dataBinary != nil, options.json != nil, !options.form.isEmpty,
+        // -d, --data-raw and --data-urlencode: one body joined with & (curl's
+        // rule), or with -G the URL's query.
+        let hasData = !options.data.isEmpty || !options.curl.dataRaw.isEmpty || !options.curl.dataURLEncode.isEmpty
+        let hasForm = !options.form.isEmpty || !options.curl.formString.isEmpty
+        let bodySources = [hasData, options.dataBinary != nil, options.json != nil, hasForm,
                            options.uploadFile != nil]
         guard bodySources.filter({ $0 }).count <= 1 else {
             throw Failure(.usage, "--data, --data-binary, --json, --form and --upload-file exclude each other")
+        }
+        if options.curl.get {
+            guard options.dataBinary == nil, options.json == nil, !hasForm, options.uploadFile == nil else {
+                throw Failure(.usage, "-G sends -d data in the URL: not --data-binary, --json, -F or -T")
+            }
+            if let query = try CurlPlan.joinedData(options) {
+                urls = urls.map { CurlPlan.appendingQuery(query, to: $0) }
+            }
         }
         var body = RequestBody.none
         func setDefault(_ name: String, _ value: String) {
             if !headers.contains(name) { headers.add(name: name, value: value) }
         }
-        if let data = options.data {
-            body = try Self.bodyValue(data, flag: "--data")
+        if options.curl.get {
+            // -G: the data went into the URL.
+        } else if hasData, let data = try CurlPlan.joinedData(options) {
+            body = .data(Data(data.utf8))
             setDefault("Content-Type", "application/x-www-form-urlencoded")
         } else if let binary = options.dataBinary {
             // curl's meaning: the bytes as they are; @- and pipes are streamed.
@@ -171,7 +190,7 @@ struct RunPlan: Sendable {
             body = try Self.bodyValue(json, flag: "--json")
             setDefault("Content-Type", "application/json")
             setDefault("Accept", "application/json")
-        } else if !options.form.isEmpty {
+        } else if hasForm {
             // The library's multipart builder: parts streamed from disk, exact length.
             var form = MultipartFormData()
             for spec in options.form {
@@ -193,6 +212,13 @@ struct RunPlan: Sendable {
                         throw Failure(.invalidRequest, "-F \(name): \(error.message)")
                     }
                 }
+            }
+            for spec in options.curl.formString {
+                // --form-string: the value as given, `@` and `<` not special (after the -F parts).
+                guard let equals = spec.firstIndex(of: "="), equals != spec.startIndex else {
+                    throw Failure(.usage, "--form-string: expected name=value, got \(spec.debugDescription)")
+                }
+                form.append(formField: String(spec[spec.index(after: equals)...]), name: String(spec[..<equals]))
             }
             body = .multipart(form)
         } else if let file = options.uploadFile {
@@ -219,6 +245,7 @@ struct RunPlan: Sendable {
         let retry = try RetryOptions.maker(options)
         var jobs: [Job] = []
         jobs.reserveCapacity(urls.count)
+        let schemes = try CurlPlan.schemes(options.curl.proto, flag: "--proto") ?? CurlPlan.allSchemes
         var parsed: [String: Result<Request, TransferError>] = [:]
         for (index, string) in urls.enumerated() {
             var job = Job(index: index, urlString: string, request: nil, invalidFailure: nil, output: output)
@@ -235,6 +262,9 @@ struct RunPlan: Sendable {
                     parsed[string] = parsedRequest
                 }
                 var request = try parsedRequest.get()
+                if let scheme = request.url.scheme?.lowercased(), !schemes.contains(scheme) {
+                    throw TransferError(.invalidRequest, "--proto: \(scheme) is not allowed")
+                }
                 request.headers = headers
                 if let digestCredential {
                     request.credential = digestCredential
@@ -317,6 +347,7 @@ struct RunPlan: Sendable {
         guard !(options.http11 && options.http2) else { throw Failure(.usage, "--http1.1 and --http2 exclude each other") }
         if options.http11 { configuration.httpVersion = .http1_1 }
         if options.http2 { configuration.httpVersion = .http2 }
+        try CurlPlan.configure(&configuration, options)   // -4/-6, --unix-socket, TLS, netrc, --http1.0, ...
 
         for entry in options.resolve {
             guard Parse.isResolveEntry(entry) else {
@@ -345,9 +376,11 @@ struct RunPlan: Sendable {
         }
 
         // Response.
-        guard let accept = Parse.statusRanges(options.acceptStatus) else {
+        guard var accept = Parse.statusRanges(options.acceptStatus) else {
             throw Failure(.usage, "--accept-status: expected ranges like 200-299,304, got \(options.acceptStatus)")
         }
+        var curl = try CurlPlan.settings(options)
+        if curl.conditional { accept.append(304...304) }   // -z, --etag-compare: not modified is success
         var selection = PrintSelection()
         if method == .head && options.printMode == nil {
             selection = PrintSelection(status: true, headers: true, body: false)
@@ -366,9 +399,17 @@ struct RunPlan: Sendable {
             selection.headers = true
             selection.body = method != .head
         }
+        if curl.dumpHeader == "-" {
+            // curl's -D -: the head on stdout before the body, as -i.
+            selection.status = true
+            selection.headers = true
+            curl.dumpHeader = nil
+        }
 
         // Display.
-        guard let style = ProgressStyle(flag: options.progress, silent: options.silent) else {
+        let progressFlag = options.curl.noProgressMeter ? "none" : options.curl.progressBar ? "bar" : options.progress
+        guard let style = ProgressStyle(flag: progressFlag, silent: options.silent)
+        else {
             throw Failure(.usage, "--progress: expected auto, bar, percent, spinner or none, got \(options.progress)")
         }
 
@@ -378,7 +419,7 @@ struct RunPlan: Sendable {
         return RunPlan(jobs: jobs, configuration: configuration, body: body, acceptStatus: accept, print: selection,
                        parallel: options.parallel, progress: style, metricsPath: options.metrics,
                        verbose: options.verbose && !options.silent, silent: options.silent, features: features,
-                       clobber: options.clobber, cookieJarPath: cookies)
+                       clobber: options.clobber, cookieJarPath: cookies, curl: curl)
     }
 
     /// curl's rule: the folder of `-o PATH`, or `--output-dir DIR` itself, must

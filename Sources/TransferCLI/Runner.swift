@@ -20,6 +20,12 @@ final class Runner: Sendable {
     private let verbose: Logger?
     /// Where bodies bound for stdout or a device wait on disk.
     private let scratch = ScratchFolder()
+    /// `-v` and `--trace`: libcurl's `*`, `>` and `<` lines (TraceOutput.swift).
+    private let trace: TraceOutput?
+    /// `-D FILE`, `--etag-save FILE`, `-w`: one transfer's writes at a time.
+    private let curlOutput = Protected(())
+    /// `--proto-redir`: the URL of each 3xx whose redirect was refused, and its target.
+    private let refusedRedirects = Protected<[String: String]>([:])
 
     /// What one job ended with.
     struct JobResult: Sendable {
@@ -30,6 +36,17 @@ final class Runner: Sendable {
         self.plan = plan
         verbose = VerboseLog.make(enabled: plan.verbose)
         display = ProgressDisplay(style: plan.progress)
+        trace = try TraceOutput(path: plan.curl.tracePath, verbose: plan.verbose, timed: plan.curl.traceTime)
+        if let path = plan.curl.dumpHeader {
+            // Truncated once: every transfer of the run appends its head.
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                throw Failure(.localFile, "cannot open -D \(path): \(String(cString: strerror(errno)))")
+            }
+            close(fd)
+        }
+        var configuration = plan.configuration
+        if let trace { configuration.logger = trace.logger }
         // Anything else on stdout (a body, status lines, headers) keeps each
         // metrics line in place among it, as printed.
         let sharesStdout = plan.print.status || plan.print.headers
@@ -38,7 +55,20 @@ final class Runner: Sendable {
             try MetricsWriter(path: path, sharesStdout: sharesStdout)
         }
         do throws(TransferError) {
-            session = try Self.makeSession(plan.configuration, features: plan.features)
+            let made = try Self.makeSession(configuration, features: plan.features)
+            if let allowed = plan.curl.redirectSchemes {
+                // curl's --proto-redir: a redirect elsewhere is not followed;
+                // its 3xx then fails the transfer as a refused redirect (exit 8).
+                let refused = refusedRedirects
+                made.hooks.taskWillPerformHTTPRedirection = { _, _, response, request in
+                    guard let scheme = request.url.scheme?.lowercased(), allowed.contains(scheme) else {
+                        refused.withLock { $0[response.url.absoluteString] = request.url.absoluteString }
+                        return nil
+                    }
+                    return request
+                }
+            }
+            session = made
             sessionError = nil
         } catch {
             session = nil
@@ -130,7 +160,8 @@ final class Runner: Sendable {
         let requests = plan.jobs.compactMap(\.request)
         if plan.verbose {
             for request in requests {
-                Terminal.note(Terminal.printable("* \(request.method) \(request.url.absoluteString)"))
+                let shown = VerboseLog.shown(url: request.url.absoluteString)
+                Terminal.note(Terminal.printable("* \(request.method) \(shown)"))
             }
         }
         let options = BatchOptions(maxConcurrentRequests: plan.parallel, discardsBodies: true,
@@ -140,22 +171,22 @@ final class Runner: Sendable {
             for await element in session.results(for: requests, options: options) {
                 let job = plan.jobs[element.index]
                 var failure: Failure?
-                var status: Int?
+                var finalResponse: HTTPResponse?
                 switch element.result {
                 case .failure(let error):
                     failure = Failure(error)
-                    status = error.response?.statusCode
+                    finalResponse = error.response
                 case .success(let (body, response)):
-                    status = response.statusCode
+                    finalResponse = response
                     verboseResponse(response)
                     if let statusFailure = checkStatus(response) {
-                        printHead(response)
+                        failStatus(job, response: response, memory: body, downloadedFile: nil)
                         failure = statusFailure
                     } else {
                         failure = emit(job, response: response, memory: body, downloadedFile: nil)
                     }
                 }
-                record(job, status: status, metrics: element.metrics,
+                record(job, response: finalResponse, metrics: element.metrics,
                        received: element.metrics?.bodyBytesReceived ?? element.bytesReceived,
                        sent: element.metrics?.bodyBytesSent ?? 0, failure: failure)
                 results[element.index] = JobResult(failure: failure)
@@ -207,7 +238,7 @@ final class Runner: Sendable {
             return JobResult(failure: failure)
         }
 
-        verbose?.info("* \(request.method) \(request.url.absoluteString)")
+        verbose?.info("* \(request.method) \(VerboseLog.shown(url: request.url.absoluteString))")
         if !plan.body.isEmpty || request.method == .head {
             return await performInMemory(job, request: request, session: session)
         }
@@ -239,7 +270,8 @@ final class Runner: Sendable {
         let target: String
         switch job.output {
         case .file(let path):
-            target = path
+            // -z / --etag-compare: a 304 must leave the file as it is.
+            target = plan.curl.conditional ? Self.stagingName(path) : path
         case .remoteName(let directory):
             // With --resume the staging name must be the same in the next run.
             let stem = plan.features.resume ? Self.stableName(request.url.absoluteString) : "\(getpid())-\(job.index)"
@@ -287,12 +319,17 @@ final class Runner: Sendable {
         interrupts.unregister(id: job.index)
 
         let failure = finishDownload(job, response: response, error: error, file: target)
+        if case .file(let path) = job.output, target != path, failure == nil, access(target, F_OK) == 0,
+            rename(target, path) != 0
+        {
+            Self.removeRegularFile(target)
+        }
         // A segmented download reports no TaskMetrics: count what reached the file.
         let segmentedBytes: Int64 = segmented == nil ? 0
             : ((try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value ?? 0)
         if job.output.isStreamed {
             unlink(target)   // our own temporary file
-        } else if failure != nil {
+        } else if failure != nil && !(plan.curl.failWithBody && failure?.status == .status) {
             // Only a body the library already placed can be at `target` (a
             // refused status, a failed check after it); a resumable failure
             // keeps `target.part` and its journal, which this leaves alone.
@@ -301,7 +338,7 @@ final class Runner: Sendable {
         }
         display.finish(id: job.index, succeeded: failure == nil)
         if let segmented {
-            record(job, status: segmented.response?.statusCode, metrics: nil,
+            record(job, response: segmented.response, metrics: nil,
                    received: max(segmentedBytes, segmented.progress(.download).completedUnitCount), sent: 0,
                    failure: failure)
         } else {
@@ -330,7 +367,7 @@ final class Runner: Sendable {
         guard let response else { return Failure(.truncated, "no response") }
         verboseResponse(response)
         if let failure = checkStatus(response) {
-            printHead(response)
+            failStatus(job, response: response, memory: nil, downloadedFile: file)
             return failure
         }
         if plan.features.serializer != nil {
@@ -393,7 +430,7 @@ final class Runner: Sendable {
         } else if let response {
             verboseResponse(response)
             if let statusFailure = checkStatus(response) {
-                printHead(response)
+                failStatus(job, response: response, memory: data ?? Data(), downloadedFile: nil)
                 failure = statusFailure
             } else {
                 var body = data ?? Data()
@@ -444,6 +481,11 @@ final class Runner: Sendable {
     // MARK: - Output
 
     private func checkStatus(_ response: HTTPResponse) -> Failure? {
+        if (300..<400).contains(response.statusCode),
+            let target = refusedRedirects.withLock({ $0[response.url.absoluteString] })
+        {
+            return Failure(.redirect, "--proto-redir: the redirect to \(target) is not allowed")
+        }
         guard !plan.accepts(response.statusCode) else { return nil }
         return Failure(.status, "HTTP \(response.statusCode) (accepted: \(rangesText))")
     }
@@ -469,10 +511,33 @@ final class Runner: Sendable {
         if !text.isEmpty { Terminal.writeStdout(Array(text.utf8)) }
     }
 
+    /// A status outside --accept-status: the head as asked, and with
+    /// `--fail-with-body` the body too (curl's meaning); the exit stays 9.
+    private func failStatus(_ job: Job, response: HTTPResponse, memory: Data?, downloadedFile: String?) {
+        if plan.curl.failWithBody {
+            _ = emit(job, response: response, memory: memory, downloadedFile: downloadedFile)
+        } else {
+            printHead(response)
+        }
+    }
+
+    /// A name beside `path` for a body that may not be placed (a 304).
+    private static func stagingName(_ path: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        let name = "." + (path as NSString).lastPathComponent + ".transfer-\(getpid())"
+        return directory.isEmpty ? name : (directory as NSString).appendingPathComponent(name)
+    }
+
     /// Places a successful body where the plan says. Exactly one of
     /// `memory` (bytes to write) and `downloadedFile` (already on disk) is set.
     private func emit(_ job: Job, response: HTTPResponse, memory: Data?, downloadedFile: String?) -> Failure? {
         let head = headText(response)
+        if plan.curl.conditional && response.statusCode == 304 {
+            // Not modified: the head if asked, no body, no file touched.
+            if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
+            if let downloadedFile, !job.output.isStreamed { unlink(downloadedFile) }
+            return nil
+        }
         switch job.output {
         case .discard:
             if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
@@ -572,7 +637,8 @@ final class Runner: Sendable {
     }
 
     private func verboseResponse(_ response: HTTPResponse) {
-        guard let verbose else { return }
+        // With libcurl's trace on, its own `<` lines describe the response.
+        guard let verbose, trace == nil else { return }
         verbose.info("< HTTP/\(response.httpVersion) \(response.statusCode) \(response.url.absoluteString)")
         for field in response.headers {
             verbose.info("< \(field.name): \(VerboseLog.shown(name: field.name, value: field.value))")
@@ -581,22 +647,88 @@ final class Runner: Sendable {
 
     private func record(_ job: Job, task: TransferTask?, failure: Failure?) {
         let taskMetrics = task?.metrics
-        record(job, status: task?.response?.statusCode, metrics: taskMetrics,
+        record(job, response: task?.response, metrics: taskMetrics,
                received: taskMetrics?.bodyBytesReceived ?? task?.countOfBytesReceived ?? 0,
                sent: taskMetrics?.bodyBytesSent ?? task?.countOfBytesSent ?? 0, failure: failure)
     }
 
-    private func record(_ job: Job, status: Int?, metrics taskMetrics: TaskMetrics?, received: Int64, sent: Int64,
-                        failure: Failure?)
+    private func record(_ job: Job, response: HTTPResponse?, metrics taskMetrics: TaskMetrics?, received: Int64,
+                        sent: Int64, failure: Failure?)
     {
+        let status = response?.statusCode
         if let verbose {
             let seconds = String(format: "%.3f", max(0, taskMetrics?.total ?? 0))
             let version = taskMetrics.map { " HTTP/" + $0.httpVersion } ?? ""
             let reused = taskMetrics?.reusedConnection == true ? ", reused connection" : ""
-            verbose.info("* \(job.urlString): \(received) bytes in \(seconds) s\(version)\(reused)")
+            let shown = VerboseLog.shown(url: job.urlString)
+            verbose.info("* \(shown): \(received) bytes in \(seconds) s\(version)\(reused)")
         }
         metrics?.write(MetricsWriter.Record(url: job.urlString, status: status, metrics: taskMetrics,
                                             bytesReceived: received, bytesSent: sent, failure: failure))
+        recordCurl(job, response: response, metrics: taskMetrics, received: received, sent: sent, failure: failure)
+    }
+
+    /// `-D FILE`, `--etag-save FILE` and `-w`, once per transfer as it ends.
+    private func recordCurl(_ job: Job, response: HTTPResponse?, metrics taskMetrics: TaskMetrics?,
+                            received: Int64, sent: Int64, failure: Failure?)
+    {
+        let curl = plan.curl
+        guard curl.dumpHeader != nil || curl.etagSave != nil || curl.writeOut != nil || curl.remoteTime else {
+            return
+        }
+        curlOutput.withLock { _ in
+            if let path = curl.dumpHeader, let response {
+                var text = "HTTP/\(response.httpVersion) \(response.statusCode)\r\n"
+                for field in response.headers { text += "\(field.name): \(field.value)\r\n" }
+                text += "\r\n"
+                let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+                if fd >= 0 {
+                    _ = Terminal.writeAll(fd, Array(text.utf8))
+                    close(fd)
+                }
+            }
+            if curl.remoteTime, failure == nil, let response, response.statusCode != 304,
+                let modified = response.headers["Last-Modified"].flatMap(CurlPlan.parseDate)
+            {
+                // curl's -R: the file's times become the server's Last-Modified.
+                // Only files this run placed: never stdout, a device or --discard.
+                let path = filename(job, response: response)
+                let seconds = Int(modified.timeIntervalSince1970)
+                var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
+                if !job.output.isStreamed && !path.isEmpty { _ = utimensat(AT_FDCWD, path, &times, 0) }
+            }
+            if let path = curl.etagSave, let response, failure == nil,
+                response.statusCode != 304 || response.headers["ETag"] != nil
+            {
+                // curl's rule: the ETag as sent, or an empty file without one
+                // (a 304 without one keeps the file: it is still current).
+                let etag = response.headers["ETag"].map { $0 + "\n" } ?? ""
+                try? Data(etag.utf8).write(to: URL(fileURLWithPath: path))
+            }
+            if let format = curl.writeOut {
+                let values = WriteOutValues(
+                    index: job.index, url: job.urlString, method: job.request?.method.rawValue ?? "GET",
+                    response: response, metrics: taskMetrics, bytesReceived: received, bytesSent: sent,
+                    failure: failure, filename: filename(job, response: response),
+                    referer: job.request?.headers["Referer"])
+                for (fd, bytes) in format.render(values) {
+                    if fd == STDERR_FILENO { Terminal.writeStderr(bytes) } else { Terminal.writeStdout(bytes) }
+                }
+            }
+        }
+    }
+
+    /// `%{filename_effective}`: the file the body went to, "" for stdout and --discard.
+    private func filename(_ job: Job, response: HTTPResponse?) -> String {
+        switch job.output {
+        case .file(let path), .device(let path): return path
+        case .remoteName(let directory):
+            let url = job.request?.url
+            let name = response.map { RemoteName.make(response: $0, requestURL: url ?? $0.url) }
+                ?? url.map { RemoteName.make(requestURL: $0) } ?? ""
+            return (directory as NSString).appendingPathComponent(name)
+        case .stdout, .discard: return ""
+        }
     }
 }
 

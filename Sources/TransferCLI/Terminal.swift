@@ -34,6 +34,10 @@ enum Terminal {
         stderrLock.withLock { _ in _ = writeAll(STDERR_FILENO, Array(text.utf8)) }
     }
 
+    static func writeStderr(_ bytes: [UInt8]) {
+        stderrLock.withLock { _ in _ = writeAll(STDERR_FILENO, bytes) }
+    }
+
     /// Writes to stdout; returns errno on failure (EPIPE when the reader left).
     @discardableResult
     static func writeStdout(_ bytes: [UInt8]) -> Int32 {

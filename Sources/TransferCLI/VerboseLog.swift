@@ -14,6 +14,38 @@ enum VerboseLog {
         return logger
     }
 
+    /// Query parameter name parts whose values `-v` never prints (the
+    /// library's trace redacts the same in libcurl's lines).
+    private static let secretQueryParts: Set<String> = [
+        "token", "key", "apikey", "secret", "password", "passwd", "pwd", "pass", "signature", "sig",
+        "auth", "authorization", "credential", "credentials", "session", "sessionid", "jwt",
+    ]
+
+    /// `url` as `-v` prints it: the password of the user info and the values
+    /// of secret-looking query parameters replaced by `[redacted]`.
+    static func shown(url: String) -> String {
+        var text = url
+        if let scheme = text.range(of: "://") {
+            let authorityEnd = text[scheme.upperBound...].firstIndex { "/?#".contains($0) } ?? text.endIndex
+            if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@"),
+                let colon = text[scheme.upperBound..<at].firstIndex(of: ":")
+            {
+                text.replaceSubrange(text.index(after: colon)..<at, with: "[redacted]")
+            }
+        }
+        guard let mark = text.firstIndex(of: "?") else { return text }
+        let queryEnd = text[mark...].firstIndex(of: "#") ?? text.endIndex
+        let query = text[text.index(after: mark)..<queryEnd].split(separator: "&", omittingEmptySubsequences: false)
+            .map { item -> String in
+                guard let equals = item.firstIndex(of: "=") else { return String(item) }
+                let name = (String(item[..<equals]).removingPercentEncoding ?? String(item[..<equals])).lowercased()
+                let secret = name.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
+                    .contains { secretQueryParts.contains(String($0)) }
+                return secret ? "\(item[..<equals])=[redacted]" : String(item)
+            }
+        return String(text[...mark]) + query.joined(separator: "&") + String(text[queryEnd...])
+    }
+
     /// Response headers whose values `-v` never prints: the library's log
     /// rule (``LogRedaction/standard``: Set-Cookie, X-Auth-Token, …).
     static func shown(name: String, value: String) -> String {

@@ -7,20 +7,40 @@ import Foundation
 
 Interrupts.blockEarly()
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.isEmpty {
+let given = Array(CommandLine.arguments.dropFirst())
+if given.isEmpty {
     Terminal.note(TransferTool.helpMessage())
     exit(ExitStatus.usage.rawValue)
+}
+// curl's command line: no verb, --version, -#, -C -, refused options (CurlArguments).
+let arguments: [String]
+switch CurlArguments.rewrite(given) {
+case .version:
+    Terminal.writeStdout(Array(CurlArguments.versionText.utf8))
+    exit(0)
+case .refused(let reason):
+    Terminal.note("transfer: \(reason)")
+    exit(ExitStatus.usage.rawValue)
+case .arguments(let rewritten):
+    arguments = rewritten
 }
 let command: any ParsableCommand
 do {
     command = try TransferTool.parseAsRoot(arguments)
 } catch {
     let code = TransferTool.exitCode(for: error)
-    let message = TransferTool.fullMessage(for: error)
+    var message = TransferTool.fullMessage(for: error)
     if code == .success {
         print(message)
         exit(0)
+    }
+    // Never a bare "Unknown option": name it and say where the options are.
+    if let range = message.range(of: "Unknown option '"),
+        let end = message[range.upperBound...].firstIndex(of: "'")
+    {
+        let name = String(message[range.upperBound..<end])
+        message = "transfer: " + (CurlArguments.unsupported[name].map { "\(name): \($0)" }
+            ?? CurlArguments.unknownOption(name))
     }
     Terminal.note(message)
     exit(ExitStatus.usage.rawValue)
@@ -46,6 +66,16 @@ guard let verb = command as? any Verb else {
 /// runner, its session and every task are released before `exit` (a leak
 /// checker then sees nothing alive).
 func runVerb(_ verb: any Verb) async -> Int32 {
+    if let path = verb.options.curl.stderr {
+        // curl's --stderr: everything meant for stderr goes there from now on.
+        let fd = path == "-" ? dup(STDOUT_FILENO) : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0, dup2(fd, STDERR_FILENO) >= 0 else {
+            Terminal.note(Failure(.localFile, "cannot open --stderr \(path): \(String(cString: strerror(errno)))")
+                .line(url: path))
+            return ExitStatus.localFile.rawValue
+        }
+        close(fd)
+    }
     do throws(Failure) {
         let plan = try RunPlan.make(verb: verb)
         let runner = try Runner(plan: plan)

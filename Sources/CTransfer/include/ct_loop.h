@@ -254,6 +254,10 @@ const char *_Nonnull ct_curl_version(void);
  * (Domain=co.uk). 0 without it, or when libcurl failed to initialise.
  * Safe from any thread; initialises libcurl once if no loop has. */
 int ct_curl_has_psl(void);
+/* libcurl's features as `curl --version` names them ("alt-svc AsynchDNS
+ * HTTP2 ..."), space-separated. A static string built on the first call;
+ * safe from any thread. */
+const char *_Nonnull ct_curl_features(void);
 
 #ifdef __cplusplus
 }

@@ -31,8 +31,31 @@ typedef enum ct_http_version {
   CT_HTTP_AUTO = 0,     /* HTTP/2 over TLS when ALPN agrees, else 1.1 */
   CT_HTTP_1_1 = 1,
   CT_HTTP_2 = 2,        /* prefer 2 (h2c prior knowledge is not used) */
-  CT_HTTP_1_0 = 3
+  CT_HTTP_1_0 = 3,
+  CT_HTTP_2_PRIOR_KNOWLEDGE = 4  /* HTTP/2 from the first byte, also on
+                                  * cleartext (h2c, no Upgrade) */
 } ct_http_version;
+
+/* Which addresses a host name may resolve to (CURLOPT_IPRESOLVE). */
+typedef enum ct_ip_version {
+  CT_IP_ANY = 0,
+  CT_IP_V4 = 4,
+  CT_IP_V6 = 6
+} ct_ip_version;
+
+/* TLS protocol versions for tls_min / tls_max (0: libcurl's default). */
+typedef enum ct_tls_version {
+  CT_TLS_DEFAULT = 0,
+  CT_TLS_1_2 = 12,
+  CT_TLS_1_3 = 13
+} ct_tls_version;
+
+/* Credentials from a netrc file (CURLOPT_NETRC). */
+typedef enum ct_netrc {
+  CT_NETRC_IGNORED = 0,
+  CT_NETRC_OPTIONAL = 1,   /* used when the file has the host */
+  CT_NETRC_REQUIRED = 2    /* the URL's credentials are ignored */
+} ct_netrc;
 
 /* Flags */
 #define CT_FLAG_NO_BODY           (1u << 0)  /* HEAD: do not read a body */
@@ -63,6 +86,9 @@ typedef enum ct_http_version {
  * at 33 MB for one held stream), while pausing HTTP/1.1 stops reading
  * the socket. A high bit, away from the flags others add. */
 #define CT_FLAG_CONSUMER_PACED    (1u << 20)
+/* Send the URL path as given: "/../" and "/./" are not squashed
+ * (CURLOPT_PATH_AS_IS). A high bit, away from the flags others add. */
+#define CT_FLAG_PATH_AS_IS        (1u << 22)
 
 /* HTTP authentication schemes libcurl may answer a 401 with, using
  * `user_password` (CURLOPT_HTTPAUTH). Basic alone is sent up front;
@@ -200,6 +226,31 @@ struct ct_transfer_spec {
   const char *_Nullable proxy_password;
   const char *_Nullable no_proxy;
   const char *_Nullable proxy_ca_file;
+  /* curl's connection options, all part of the connection profile (a
+   * connection made under other values is not reused):
+   * `ip_resolve` (ct_ip_version), `unix_socket_path` (connect to this Unix
+   * domain socket whatever the URL's host and port; copied),
+   * `tls_min` / `tls_max` (ct_tls_version; a TLS handshake outside them
+   * fails with CT_E_TLS), `netrc` (ct_netrc) with `netrc_file` (NULL:
+   * ~/.netrc; copied), `ciphers` (OpenSSL's cipher list for TLS 1.2 and
+   * below, CURLOPT_SSL_CIPHER_LIST) and `tls13_ciphers` (TLS 1.3 suites,
+   * CURLOPT_TLS13_CIPHERS), NULL: OpenSSL's defaults; copied. A list with
+   * no usable cipher fails the transfer with CT_E_TLS. */
+  int32_t ip_resolve;
+  const char *_Nullable unix_socket_path;
+  int32_t tls_min;
+  int32_t tls_max;
+  int32_t netrc;
+  const char *_Nullable netrc_file;
+  const char *_Nullable ciphers;
+  const char *_Nullable tls13_ciphers;
+  /* curl's --connect-to (CURLOPT_CONNECT_TO): "HOST:PORT:CONNECT-HOST:
+   * CONNECT-PORT" entries, copied; a request for HOST:PORT connects to the
+   * other pair (an empty field matches any / keeps the original), while
+   * TLS and Host: still name HOST. An entry with CR or LF, or without a
+   * colon, is refused (CT_E_INVALID_REQUEST). */
+  const char *_Nullable const *_Nullable connect_to;
+  size_t connect_to_count;
 };
 
 #define CT_DEFAULT_DECODE_RATIO 100

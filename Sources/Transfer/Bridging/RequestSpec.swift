@@ -255,7 +255,10 @@ extension SessionManager {
         case .automatic: spec.raw.http_version = CT_HTTP_AUTO
         case .http1_1: spec.raw.http_version = CT_HTTP_1_1
         case .http2: spec.raw.http_version = CT_HTTP_2
+        case .http1_0: spec.raw.http_version = CT_HTTP_1_0
+        case .http2PriorKnowledge: spec.raw.http_version = CT_HTTP_2_PRIOR_KNOWLEDGE
         }
+        configuration.transport.fill(&spec.raw, strings: strings)
         spec.raw.client_cert = UnsafePointer(strings.make(configuration.clientCertificatePath))
         spec.raw.client_key = UnsafePointer(strings.make(configuration.clientKeyPath))
         if !configuration.resolve.isEmpty {

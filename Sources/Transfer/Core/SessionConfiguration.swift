@@ -10,6 +10,12 @@ public struct SessionConfiguration: Sendable, Hashable {
         case http1_1
         /// Prefer HTTP/2 (over TLS; cleartext stays HTTP/1.1).
         case http2
+        /// HTTP/1.0 only (no keep-alive unless the server offers it).
+        case http1_0
+        /// HTTP/2 from the first byte, without ALPN or an Upgrade, also over
+        /// cleartext http (curl's `--http2-prior-knowledge`); a server that
+        /// does not speak HTTP/2 fails the task.
+        case http2PriorKnowledge
     }
 
     /// The idle timeout, as URLSession's `timeoutIntervalForRequest`:
@@ -50,6 +56,9 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var maxTotalConnections: Int = 0
     /// The HTTP version to ask for (default `.automatic`).
     public var httpVersion: HTTPVersion = .automatic
+    /// curl's connection options: address family, Unix domain socket, TLS
+    /// versions, the path as given, netrc (see ``TransportOptions``).
+    public var transport = TransportOptions()
     /// PEM bundle of trust anchors, loaded once for the session (nil: system store).
     public var caFile: String?
     /// Follow 3xx redirects (default true); when false a task completes with
