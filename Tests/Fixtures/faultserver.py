@@ -274,9 +274,10 @@ class H2Server:
             # know about them; their ACKs are ignored below.
             frame = struct.pack("!I", 6)[1:] + b"\x04\x00" + \
                 struct.pack("!I", 0) + struct.pack("!HI", 1, 4096)
+            # Noted before sending: the client may close mid-flood.
+            event("sending %d SETTINGS frames" % FLOOD)
             try:
                 tls.sendall(frame * FLOOD)
-                event("sent %d SETTINGS frames" % FLOOD)
             except OSError as error:
                 event("flood cut short: %s" % error)
                 tls.close()

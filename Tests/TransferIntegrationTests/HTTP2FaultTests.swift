@@ -131,7 +131,11 @@ struct HTTP2FaultTests {
 
         let results = await fetchAll(session, server, ["/flood"])
 
-        #expect(server.events.contains { $0.contains("SETTINGS frames") }, "\(server.output)")
+        // The server notes the flood after writing it, which may be after the
+        // client already gave up: wait for the note, do not race it.
+        try await Wait.until("the server's note of the flood", timeout: .seconds(10)) {
+            server.events.contains { $0.contains("SETTINGS frames") }
+        }
         let failed = error(results["/flood"])
         #expect(failed?.code == .transport, "\(String(describing: results["/flood"]))")
         #expect(failed?.message.lowercased().contains("flood") == true, "\(String(describing: failed))")
