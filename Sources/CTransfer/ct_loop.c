@@ -256,6 +256,9 @@ static void *loop_main(void *arg)
     }
     if(loop->read_ahead || loop->tls_redrive_again)
       redrive_tls(loop);
+    /* Transfers retired in this pass made room under the budget. */
+    if(loop->held)
+      cti_loop_admit_held(loop);
     if(loop->config.callbacks.on_batch_end)
       loop->config.callbacks.on_batch_end(loop->config.batch_ctx);
   }
@@ -310,10 +313,14 @@ static void loop_free(struct ct_loop *loop)
 static ct_code open_fds(struct ct_loop *loop)
 {
   struct epoll_event ev;
+  int err;
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+  err = errno;
   loop->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if(loop->eventfd < 0)
+    err = errno;
   if(loop->epfd < 0 || loop->eventfd < 0)
-    return CT_E_SYSTEM;
+    return cti_fd_exhausted(err) ? CT_E_TOO_MANY_OPEN_FILES : CT_E_SYSTEM;
   memset(&ev, 0, sizeof(ev));
   ev.events = EPOLLIN;
   ev.data.fd = loop->eventfd;
@@ -399,9 +406,13 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
   if(config->max_connections_per_host > 0)
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                       (long)config->max_connections_per_host);
-  if(config->max_total_connections > 0)
+  /* The admission rule (ct_fdlimit.c): never more connections than the
+   * descriptors left allow; libcurl queues the transfers beyond it. */
+  loop->connection_budget =
+    cti_fd_connection_budget(config->max_total_connections);
+  if(loop->connection_budget > 0)
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
-                      (long)config->max_total_connections);
+                      (long)loop->connection_budget);
   if(config->max_concurrent_streams > 0)
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
                       (long)config->max_concurrent_streams);
@@ -483,4 +494,9 @@ uint64_t ct_loop_tls_redrive_checks(const struct ct_loop *loop)
 uint64_t ct_loop_setopt_calls(const struct ct_loop *loop)
 {
   return __atomic_load_n(&loop->setopt_calls, __ATOMIC_RELAXED);
+}
+
+int64_t ct_loop_connection_budget(const struct ct_loop *loop)
+{
+  return loop ? loop->connection_budget : 0;
 }
