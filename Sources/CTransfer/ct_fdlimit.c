@@ -5,9 +5,10 @@
  * Why a budget: every connection costs a socket, and a download its file.
  * Past RLIMIT_NOFILE, socket() fails with EMFILE and libcurl reports
  * "Couldn't connect to server", which blames the server and gets retried
- * as a connect failure. With the budget as CURLMOPT_MAX_TOTAL_CONNECTIONS,
- * libcurl keeps the transfers beyond it pending (in its own queue, no
- * descriptor held) and starts each when a connection is closed or free.
+ * as a connect failure. The loop runs at most the budget's transfers at
+ * once and holds the others, queued with no descriptor
+ * (ct_loop_transfers.c); libcurl keeps no more idle connections than the
+ * budget (CURLMOPT_MAXCONNECTS).
  */
 #define _GNU_SOURCE
 #include "ct_internal.h"

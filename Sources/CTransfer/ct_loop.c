@@ -397,22 +397,30 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
   curl_multi_setopt(loop->multi, CURLMOPT_TIMERDATA, loop);
   curl_multi_setopt(loop->multi, CURLMOPT_PIPELINING,
                     config->multiplex ? CURLPIPE_MULTIPLEX : CURLPIPE_NOTHING);
+  /* The admission rule (ct_fdlimit.c): at most connection_budget
+   * transfers at once (ct_loop_transfers.c holds the others), and no more
+   * idle connections kept than that. A configured max_total_connections
+   * stays libcurl's own queue (CURLMOPT_MAX_TOTAL_CONNECTIONS, transfers
+   * wait there connecting); the budget is not passed to it: set for every loop, libcurl 7.88 let
+   * requests on fresh loops stall for seconds (FastPathTests, BatchTests
+   * under load), so the budget is enforced by holding, not by libcurl. */
+  loop->connection_budget = cti_fd_connection_budget(0);
   /* libcurl's default cache size follows the number of handles in the
    * multi, which drops to nothing between bursts of short transfers and
    * then closes the connections we want to reuse: fix it instead. */
-  curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS,
-                    (long)(config->max_idle_connections > 0 ?
-                           config->max_idle_connections : 256));
+  {
+    int64_t idle = config->max_idle_connections > 0 ?
+      config->max_idle_connections : 256;
+    if(loop->connection_budget > 0 && loop->connection_budget < idle)
+      idle = loop->connection_budget;   /* idle sockets count too */
+    curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)idle);
+  }
   if(config->max_connections_per_host > 0)
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                       (long)config->max_connections_per_host);
-  /* The admission rule (ct_fdlimit.c): never more connections than the
-   * descriptors left allow; libcurl queues the transfers beyond it. */
-  loop->connection_budget =
-    cti_fd_connection_budget(config->max_total_connections);
-  if(loop->connection_budget > 0)
+  if(config->max_total_connections > 0)
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
-                      (long)loop->connection_budget);
+                      (long)config->max_total_connections);
   if(config->max_concurrent_streams > 0)
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
                       (long)config->max_concurrent_streams);

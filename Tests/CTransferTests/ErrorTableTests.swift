@@ -67,13 +67,13 @@ struct OpenFileLimitTableTests {
         #expect(CT_E_TOO_MANY_OPEN_FILES != CT_E_CANNOT_CONNECT)
     }
 
-    @Test("the budget is (soft limit − descriptors in use − reserve) / 2, at least one, within the configured cap")
+    @Test("the budget is (soft limit − descriptors in use − reserve) / 3, at least one, within the configured cap")
     func budgetRule() {
         #expect(CT_FD_RESERVE == 16)
-        #expect(CT_FD_PER_CONNECTION == 2)
-        // ulimit -n 64 with 10 descriptors open: (64 - 10 - 16) / 2.
-        #expect(ct_connection_budget(0, 64, 10) == 19)
-        #expect(ct_connection_budget(200, 64, 10) == 19)
+        #expect(CT_FD_PER_CONNECTION == 3)
+        // ulimit -n 64 with 10 descriptors open: (64 - 10 - 16) / 3.
+        #expect(ct_connection_budget(0, 64, 10) == 12)
+        #expect(ct_connection_budget(200, 64, 10) == 12)
         #expect(ct_connection_budget(8, 64, 10) == 8)
         // Nothing left: one connection still tries (and fails with its own code).
         #expect(ct_connection_budget(0, 20, 10) == 1)
@@ -81,7 +81,7 @@ struct OpenFileLimitTableTests {
         // No limit: only the configured cap (0: none); a negative cap counts as none.
         #expect(ct_connection_budget(0, 0, 10) == 0)
         #expect(ct_connection_budget(32, 0, 10) == 32)
-        #expect(ct_connection_budget(-1, 64, 10) == 19)
+        #expect(ct_connection_budget(-1, 64, 10) == 12)
         #expect(ct_connection_budget(0, UInt64.max, 0) == Int64(Int32.max))
     }
 
@@ -89,7 +89,7 @@ struct OpenFileLimitTableTests {
     func loopBudget() throws {
         var config = ct_loop_config()
         ct_loop_config_init(&config)
-        config.max_total_connections = 4
+        config.max_total_connections = 4   // libcurl's own cap, not the descriptor budget
         var loop: OpaquePointer?
         #expect(ct_loop_create(&config, &loop) == CT_OK)
         let created = try #require(loop)
@@ -98,7 +98,7 @@ struct OpenFileLimitTableTests {
         let limit = ct_open_file_limit()
         let budget = ct_loop_connection_budget(created)
 
-        #expect(budget >= 1 && budget <= 4)
-        if limit > 0 { #expect(UInt64(budget) <= max(1, limit / 2)) }
+        #expect(budget >= 1 || limit == 0)
+        if limit > 0 { #expect(UInt64(budget) <= max(1, limit / 3)) }
     }
 }

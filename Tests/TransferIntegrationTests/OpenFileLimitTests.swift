@@ -45,7 +45,7 @@ struct OpenFileLimitTests {
         let server = try TestServer()
         defer { server.stop() }
         var configuration = SessionConfiguration.default
-        configuration.maxTotalConnections = 1   // the budget is the smaller of this and the limit's
+        configuration.maxTotalConnections = 1   // libcurl's cap: later transfers wait as at the budget
         let session = try SessionManager(configuration: configuration)
         defer { session.invalidateAndCancel() }
         let directory = try TemporaryDirectory()

@@ -90,9 +90,10 @@ struct ct_loop_config {
    * connection of the loop. NULL: the system bundle. */
   const char *_Nullable ca_file;
   int64_t max_connections_per_host;    /* 0: unlimited */
-  /* 0: unlimited. Either way the loop opens at most
-   * ct_connection_budget(...) connections (below), and queues the
-   * transfers beyond them until a connection frees. */
+  /* 0: unlimited; else libcurl's CURLMOPT_MAX_TOTAL_CONNECTIONS (the
+   * transfers beyond it wait in libcurl, connecting). Independently the
+   * loop runs at most ct_connection_budget(0, ...) transfers at once (the
+   * open-file limit's share, below) and queues the others. */
   int64_t max_total_connections;
   int64_t max_concurrent_streams;      /* HTTP/2; 0: libcurl's default */
   int64_t max_idle_connections;        /* kept for reuse; 0: 256 */
@@ -118,12 +119,14 @@ void ct_loop_config_init(struct ct_loop_config *_Nonnull config);
 /* Descriptors kept free for the rest of the process (its files, pipes and
  * logs, libcurl's resolver) when sizing the connection budget. */
 #define CT_FD_RESERVE 16
-/* Descriptors counted per connection: its socket and the file a download
- * writes (or an upload reads) while it runs. */
-#define CT_FD_PER_CONNECTION 2
+/* Descriptors counted per admitted transfer: its socket, the file a
+ * download writes (or an upload reads) while it runs, and one idle
+ * connection kept for reuse (CURLMOPT_MAXCONNECTS is capped to the
+ * budget too). */
+#define CT_FD_PER_CONNECTION 3
 
 /**
- * The admission rule: how many connections a loop opens at most, given
+ * The admission rule: how many transfers a loop runs at once, given
  * `configured` (max_total_connections, 0: unlimited), the soft
  * RLIMIT_NOFILE `soft_limit` (0: no limit) and the descriptors `in_use`
  * when the loop is created:
@@ -132,9 +135,10 @@ void ct_loop_config_init(struct ct_loop_config *_Nonnull config);
  *                          / CT_FD_PER_CONNECTION))
  *
  * 0 means no limit (configured 0 and no soft limit). Transfers beyond the
- * budget wait in libcurl's queue (CURLMOPT_MAX_TOTAL_CONNECTIONS) instead
- * of failing with EMFILE. Pure; any thread. ct_loop_create applies it with
- * getrlimit() and the count of /proc/self/fd.
+ * budget wait queued in the loop, holding no descriptor, instead of
+ * failing with EMFILE; idle pooled connections are capped to it too. Pure; any thread. ct_loop_create applies it with
+ * getrlimit() and the count of /proc/self/fd, with `configured` 0 (a
+ * configured cap is libcurl's, see max_total_connections).
  */
 int64_t ct_connection_budget(int64_t configured, uint64_t soft_limit,
                              uint64_t in_use);

@@ -50,8 +50,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     ///
     /// Whatever it says, the session opens no more connections than its share of the
     /// open-file limit allows: `(RLIMIT_NOFILE − descriptors open when the session
-    /// starts − 16) / 2`, at least 1 (a socket and a file per transfer, 16 left for the
-    /// rest of the process). Tasks beyond it wait in the engine's queue for a connection
+    /// starts − 16) / 3`, at least 1 (a socket, a file and an idle connection per transfer,
+    /// 16 left for the rest of the process). Tasks beyond it wait in the engine's queue for a connection
     /// instead of failing with ``TransferError/Code/tooManyOpenFiles``.
     public var maxTotalConnections: Int = 0
     /// The HTTP version to ask for (default `.automatic`).
