@@ -29,6 +29,8 @@
  *    it counts as bad response there (truncated for other bodies).
  *  - HTTP2_STREAM (a stream reset) inside the body is truncated, before it
  *    transport; HTTP2 (the framing layer) is transport.
+ *  - Any failure after a socket() that failed with EMFILE or ENFILE is
+ *    too many open files, whatever libcurl made of it (COULDNT_CONNECT).
  */
 ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st)
 {
@@ -41,6 +43,13 @@ ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st)
    * GOT_NOTHING or OK. */
   if(st && st->proxy_refusal)
     return CT_E_PROXY;
+
+  /* socket() failed with EMFILE/ENFILE (our open callback saw it; curl
+   * says COULDNT_CONNECT) or curl's own call did (CURLINFO_OS_ERRNO):
+   * this process is out of descriptors, the server is not to blame. */
+  if(cc != CURLE_OK && st && (cti_fd_exhausted(st->socket_errno) ||
+                              cti_fd_exhausted((int)st->os_errno)))
+    return CT_E_TOO_MANY_OPEN_FILES;
 
   switch(cc) {
   case CURLE_OK:
@@ -291,6 +300,7 @@ const char *ct_code_name(ct_code code)
   case CT_E_INTERNAL: return "internal";
   case CT_E_PROXY: return "proxy";
   case CT_E_EMPTY_REPLY: return "empty_reply";
+  case CT_E_TOO_MANY_OPEN_FILES: return "too_many_open_files";
   }
   return "unknown";
 }

@@ -258,6 +258,11 @@ struct cti_transfer {
    * through cti_transfer_set_phase and cti_transfer_pause (ct_phase.c). */
   ct_phase phase;
   uint32_t paused;          /* CT_PAUSE_* reasons; libcurl paused if any */
+  int socket_errno;         /* a socket() of ours failed: its errno */
+  int admitted;             /* counted in loop->admitted (ct_loop_transfers.c) */
+  int held;                 /* waiting in loop->held for the budget */
+  struct cti_transfer *held_next;
+  struct cti_transfer *held_prev;
   ct_code local_code;       /* failure found by our callbacks */
   int local_errno;
   char local_message[200];   /* room for two hex SHA-256 digests */
@@ -521,6 +526,14 @@ struct ct_loop {
   struct cti_tracked_socket *sockets;  /* ct_tls_sockets.c, by fd */
   size_t socket_cap;
   size_t stale_sockets;          /* old-generation sockets still in use */
+  /* The admission rule (ct_fdlimit.c): at most connection_budget
+   * transfers are admitted (in libcurl, or committing their file) at
+   * once; the others wait in `held`, oldest first. 0: no budget. */
+  int64_t connection_budget;
+  int64_t admitted;
+  struct cti_transfer *held;
+  struct cti_transfer *held_tail;
+  int admitting;                 /* admit_held() runs: no re-entry */
   CURL *easy_pool[CTI_EASY_POOL];  /* handles kept for reuse, set up */
   uint64_t easy_profile[CTI_EASY_POOL];  /* ... with this profile */
   int easy_pool_count;
@@ -623,6 +636,10 @@ int cti_tls_reads_ahead(CURL *easy);
 /* Puts `t` on the loop's read_ahead list (once; it leaves with the loop's
  * table). ct_loop_transfers.c, loop thread. */
 void cti_loop_watch_read_ahead(struct ct_loop *loop, struct cti_transfer *t);
+/* Start held transfers (oldest first) while the connection budget has
+ * room; at the end of each loop pass, never while closing. Loop thread,
+ * outside libcurl's callbacks. ct_loop_transfers.c. */
+void cti_loop_admit_held(struct ct_loop *loop);
 
 /* After a policy change, and after each retired transfer while some remain
  * (loop->stale_sockets): shut down connections opened under an older
@@ -650,6 +667,8 @@ struct cti_failure {
   long os_errno;           /* CURLINFO_OS_ERRNO: 0 when no socket error */
   long proxy_refusal;      /* cti_proxy_refusal(): 0, or the proxy's no
                               (-1: it died before answering CONNECT) */
+  int socket_errno;        /* errno of a failed socket() in our open
+                            * callback (ct_tls_sockets.c); 0: none */
 };
 
 /* The one CURLcode -> ct_code table; `st` may be NULL (no state). */
@@ -657,6 +676,17 @@ ct_code cti_code_from_curl_state(CURLcode cc, const struct cti_failure *st);
 ct_code cti_code_from_curl(CURLcode cc);
 ct_code cti_code_from_multi(CURLMcode mc);
 void cti_copy_message(char *dst, size_t cap, const char *src);
+
+/* --- ct_fdlimit.c ------------------------------------------------------ */
+
+/* ct_connection_budget() for this process now: the soft RLIMIT_NOFILE
+ * and the descriptors open at the call (0: unlimited). */
+int64_t cti_fd_connection_budget(int64_t configured);
+/* 1 for EMFILE and ENFILE: out of descriptors, not a network failure. */
+int cti_fd_exhausted(int err);
+/* "<what>: all N descriptors of the open-file limit (RLIMIT_NOFILE,
+ * ulimit -n) are in use" (EMFILE), or the ENFILE text, into buf. */
+void cti_fd_limit_text(char *buf, size_t cap, const char *what, int err);
 
 /* --- ct_global.c ------------------------------------------------------- */
 

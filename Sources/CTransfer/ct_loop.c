@@ -256,6 +256,9 @@ static void *loop_main(void *arg)
     }
     if(loop->read_ahead || loop->tls_redrive_again)
       redrive_tls(loop);
+    /* Transfers retired in this pass made room under the budget. */
+    if(loop->held)
+      cti_loop_admit_held(loop);
     if(loop->config.callbacks.on_batch_end)
       loop->config.callbacks.on_batch_end(loop->config.batch_ctx);
   }
@@ -310,10 +313,14 @@ static void loop_free(struct ct_loop *loop)
 static ct_code open_fds(struct ct_loop *loop)
 {
   struct epoll_event ev;
+  int err;
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+  err = errno;
   loop->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if(loop->eventfd < 0)
+    err = errno;
   if(loop->epfd < 0 || loop->eventfd < 0)
-    return CT_E_SYSTEM;
+    return cti_fd_exhausted(err) ? CT_E_TOO_MANY_OPEN_FILES : CT_E_SYSTEM;
   memset(&ev, 0, sizeof(ev));
   ev.events = EPOLLIN;
   ev.data.fd = loop->eventfd;
@@ -390,12 +397,24 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
   curl_multi_setopt(loop->multi, CURLMOPT_TIMERDATA, loop);
   curl_multi_setopt(loop->multi, CURLMOPT_PIPELINING,
                     config->multiplex ? CURLPIPE_MULTIPLEX : CURLPIPE_NOTHING);
+  /* The admission rule (ct_fdlimit.c): at most connection_budget
+   * transfers at once (ct_loop_transfers.c holds the others), and no more
+   * idle connections kept than that. A configured max_total_connections
+   * stays libcurl's own queue (CURLMOPT_MAX_TOTAL_CONNECTIONS, transfers
+   * wait there connecting); the budget is not passed to it: set for every loop, libcurl 7.88 let
+   * requests on fresh loops stall for seconds (FastPathTests, BatchTests
+   * under load), so the budget is enforced by holding, not by libcurl. */
+  loop->connection_budget = cti_fd_connection_budget(0);
   /* libcurl's default cache size follows the number of handles in the
    * multi, which drops to nothing between bursts of short transfers and
    * then closes the connections we want to reuse: fix it instead. */
-  curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS,
-                    (long)(config->max_idle_connections > 0 ?
-                           config->max_idle_connections : 256));
+  {
+    int64_t idle = config->max_idle_connections > 0 ?
+      config->max_idle_connections : 256;
+    if(loop->connection_budget > 0 && loop->connection_budget < idle)
+      idle = loop->connection_budget;   /* idle sockets count too */
+    curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)idle);
+  }
   if(config->max_connections_per_host > 0)
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                       (long)config->max_connections_per_host);
@@ -483,4 +502,9 @@ uint64_t ct_loop_tls_redrive_checks(const struct ct_loop *loop)
 uint64_t ct_loop_setopt_calls(const struct ct_loop *loop)
 {
   return __atomic_load_n(&loop->setopt_calls, __ATOMIC_RELAXED);
+}
+
+int64_t ct_loop_connection_budget(const struct ct_loop *loop)
+{
+  return loop ? loop->connection_budget : 0;
 }

@@ -97,6 +97,38 @@ struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id)
   return table_find(loop, id);
 }
 
+static void admit(struct ct_loop *loop, struct cti_transfer *t);
+
+/* Take `t` off the held list (it is on it). O(1): a shutdown cancels
+ * every held transfer, newest first. */
+static void unhold(struct ct_loop *loop, struct cti_transfer *t)
+{
+  if(t->held_prev)
+    t->held_prev->held_next = t->held_next;
+  else
+    loop->held = t->held_next;
+  if(t->held_next)
+    t->held_next->held_prev = t->held_prev;
+  else
+    loop->held_tail = t->held_prev;
+  t->held_next = t->held_prev = NULL;
+  t->held = 0;
+}
+
+void cti_loop_admit_held(struct ct_loop *loop)
+{
+  if(loop->admitting || loop->closing)
+    return;
+  loop->admitting = 1;
+  while(loop->held && loop->admitted < loop->connection_budget) {
+    struct cti_transfer *t = loop->held;
+    unhold(loop, t);
+    if(t->phase == CT_PHASE_QUEUED)   /* never one that ended held */
+      admit(loop, t);
+  }
+  loop->admitting = 0;
+}
+
 /* After finishing: take `t` out of the table and free it. `clean`: curl
  * ended its easy handle fully (or never ran it), so the pool may keep it.
  * Loop thread only. */
@@ -124,8 +156,16 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
     t->big_recv_slot = 0;
   }
   table_remove(loop, t);
+  if(t->held)
+    unhold(loop, t);
+  if(t->admitted)
+    loop->admitted--;
   __atomic_sub_fetch(&loop->active, 1, __ATOMIC_RELAXED);
   cti_transfer_free(t);
+  /* Its file is closed now (a committed download's too), its connection
+   * closed or idle: the next held transfer starts at the end of this
+   * loop pass (cti_loop_admit_held), not here inside the caller's walk
+   * over the transfers. */
   /* Connections of an older trust policy that were busy when it changed
    * are closed once they fall idle. */
   if(loop->stale_sockets)
@@ -162,10 +202,34 @@ void cti_loop_drain_done(struct ct_loop *loop)
 
 void cti_loop_add(struct ct_loop *loop, struct cti_transfer *t)
 {
+  cti_loop_insert(loop, t);
+  if(loop->connection_budget > 0 &&
+     (loop->held || loop->admitted >= loop->connection_budget)) {
+    /* Over the descriptor budget: wait, queued, holding no descriptor,
+     * until a transfer retires (cancel and shutdown find it in the
+     * table as any queued transfer). */
+    t->held = 1;
+    t->held_prev = loop->held_tail;
+    t->held_next = NULL;
+    if(loop->held_tail)
+      loop->held_tail->held_next = t;
+    else
+      loop->held = t;
+    loop->held_tail = t;
+    return;
+  }
+  admit(loop, t);
+}
+
+/* Prepare `t` and hand it to libcurl; counted against the budget from
+ * here until it retires (after its file is committed, for a download). */
+static void admit(struct ct_loop *loop, struct cti_transfer *t)
+{
   CURLMcode mc;
   ct_code rc;
   int configured = 0;
-  cti_loop_insert(loop, t);
+  t->admitted = 1;
+  loop->admitted++;
   rc = cti_transfer_prepare(t);
   if(rc != CT_OK) {
     cti_transfer_finish_code(t, rc, "invalid request");
@@ -202,6 +266,10 @@ void cti_loop_fail(struct ct_loop *loop, struct cti_transfer *t,
 {
   if(cti_transfer_in_multi(t))
     curl_multi_remove_handle(loop->multi, t->easy);
+  /* Ended while held (a cancel): it leaves the queue now, though a
+   * download's retire waits for the worker to settle its file. */
+  if(t->held)
+    unhold(loop, t);
   cti_transfer_finish_code(t, code, message);
   retire(loop, t, 0);
 }

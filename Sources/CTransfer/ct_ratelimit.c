@@ -92,7 +92,7 @@ ct_code cti_rate_open(struct ct_loop *loop)
   loop->rate_timerfd = timerfd_create(CLOCK_MONOTONIC,
                                       TFD_CLOEXEC | TFD_NONBLOCK);
   if(loop->rate_timerfd < 0)
-    return CT_E_SYSTEM;
+    return cti_fd_exhausted(errno) ? CT_E_TOO_MANY_OPEN_FILES : CT_E_SYSTEM;
   memset(&ev, 0, sizeof(ev));
   ev.events = EPOLLIN;
   ev.data.fd = loop->rate_timerfd;

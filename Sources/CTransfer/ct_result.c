@@ -92,6 +92,7 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
   st.following_redirect = t->phase != CT_PHASE_HEAD &&
     cti_transfer_redirect_followed(t);
   st.chunked = t->chunked;
+  st.socket_errno = t->socket_errno;
   if(!t->easy ||
      curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url) != CURLE_OK)
     url = t->url;
@@ -252,6 +253,8 @@ static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
   r.code = code;
   r.curl_code = (int32_t)cc;
   r.sys_errno = t->local_errno ? t->local_errno : t->sink.sys_errno;
+  if(code == CT_E_TOO_MANY_OPEN_FILES && t->local_code == CT_OK)
+    r.sys_errno = t->socket_errno;      /* ct_error.c: socket() said so */
   if(code == CT_OK)
     r.sys_errno = 0;
   r.tls_reason = t->verdict.reason;
@@ -282,8 +285,16 @@ static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
   }
   if(code != CT_OK) {
     const char *text = message;
+    char limit[200];
     if(t->local_code != CT_OK && t->local_message[0])
       text = t->local_message;
+    else if(code == CT_E_TOO_MANY_OPEN_FILES) {
+      /* libcurl's text blames the server ("Couldn't connect"): ours
+       * names the limit instead. */
+      cti_fd_limit_text(limit, sizeof(limit), "cannot open a socket",
+                        r.sys_errno ? r.sys_errno : EMFILE);
+      text = limit;
+    }
     else if(t->verdict.reason != CT_TLS_OK && t->verdict.message[0])
       text = t->verdict.message;
     else if(t->errbuf[0])

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "ct_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -40,8 +41,13 @@ curl_socket_t cti_tls_open_socket(void *clientp, curlsocktype purpose,
 
   (void)purpose;
   fd = socket(address->family, address->socktype, address->protocol);
-  if(fd == CURL_SOCKET_BAD)
+  if(fd == CURL_SOCKET_BAD) {
+    /* libcurl only sees CURL_SOCKET_BAD and says "Couldn't connect":
+     * keep the reason, so EMFILE is classified as what it is. */
+    t->socket_errno = errno;
     return fd;
+  }
+  t->socket_errno = 0;
   if((size_t)fd >= loop->socket_cap) {
     size_t cap = loop->socket_cap ? loop->socket_cap : 64;
     struct cti_tracked_socket *grown;

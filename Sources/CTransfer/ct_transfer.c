@@ -46,6 +46,16 @@ void cti_transfer_set_error(struct cti_transfer *t, ct_code code, int err,
 {
   if(t->local_code != CT_OK)
     return;            /* the first cause wins */
+  if((code == CT_E_SINK_IO || code == CT_E_SOURCE_IO) &&
+     cti_fd_exhausted(err)) {
+    /* A file we could not open for want of a descriptor: the limit is
+     * the cause, not the file or the disk. */
+    t->local_code = CT_E_TOO_MANY_OPEN_FILES;
+    t->local_errno = err;
+    cti_fd_limit_text(t->local_message, sizeof(t->local_message),
+                      message ? message : "cannot open a file", err);
+    return;
+  }
   t->local_code = code;
   t->local_errno = err;
   cti_copy_message(t->local_message, sizeof(t->local_message), message);

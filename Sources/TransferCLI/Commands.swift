@@ -8,7 +8,8 @@ struct TransferTool: ParsableCommand {
         abstract: "HTTP transfers with the Transfer library (curl-style flags).",
         discussion: "Exit codes: 0 ok, 1 internal error, 2 usage, 3 invalid request, 4 cannot connect, "
             + "5 timed out, 6 TLS, 7 pinning, 8 redirects, 9 status, 10 content, 11 truncated or malformed, "
-            + "12 local file, 13 checksum, 14 interrupted, 15 proxy. See docs/CLI.md and transfer(1). "
+            + "12 local file, 13 checksum, 14 interrupted, 15 proxy, 16 too many open files. "
+            + "See docs/CLI.md and transfer(1). "
             + "Without a verb, transfer URL... means get (post with a body option), as curl; "
             + "transfer --version prints the versions of transfer, libcurl, OpenSSL and nghttp2. "
             + "curl's exit codes as ours (docs/CLI.md): curl 6 and 7 are our 4 (cannot connect), curl 22 our 9 "

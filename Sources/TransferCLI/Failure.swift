@@ -19,6 +19,7 @@ enum ExitStatus: Int32, Sendable, Comparable {
     case checksum = 13
     case interrupted = 14
     case proxy = 15
+    case tooManyOpenFiles = 16
 
     static func < (lhs: ExitStatus, rhs: ExitStatus) -> Bool { lhs.rawValue < rhs.rawValue }
 
@@ -41,6 +42,7 @@ enum ExitStatus: Int32, Sendable, Comparable {
         case .checksum: return "checksum mismatch"
         case .interrupted: return "interrupted"
         case .proxy: return "proxy failure"
+        case .tooManyOpenFiles: return "too many open files"
         }
     }
 
@@ -60,6 +62,7 @@ enum ExitStatus: Int32, Sendable, Comparable {
         case .checksumMismatch: self = .checksum
         case .cancelled: self = .interrupted
         case .proxyFailure: self = .proxy
+        case .tooManyOpenFiles: self = .tooManyOpenFiles
         // The engine's one table (ct_error.c) already sorted every CURLcode
         // into a code; what is left is a connection that failed mid-exchange
         // (send/recv errors, HTTP/2 framing): the response is cut short.

@@ -7,6 +7,12 @@
 // reaches that count: a kill -9 at a chosen point of the download that does
 // not depend on how fast a loaded machine schedules the test. Exit 0 and
 // prints "ok" when the file is in place; exit 1 with the error.
+//
+// With TRANSFER_CRASHTEST_FILL_FDS=1 in the environment the process opens
+// descriptors until EMFILE once its session has started, so the download
+// finds none left for its socket (the open-file limit tests,
+// TransferIntegrationTests/OpenFileLimitTests); the download is then not
+// resumable, so that no journal needs a descriptor first.
 import Dispatch
 import Foundation
 import Transfer
@@ -20,7 +26,8 @@ func argument(_ index: Int) -> Int64 { arguments.count > index ? Int64(arguments
 let destination = URL(fileURLWithPath: arguments[2])
 let segments = max(1, Int(argument(4)))
 let killAt = argument(5)
-let options = DownloadOptions(resumable: true, speedLimit: argument(6), journalIntervalBytes: argument(3),
+let fillDescriptors = ProcessInfo.processInfo.environment["TRANSFER_CRASHTEST_FILL_FDS"] == "1"
+let options = DownloadOptions(resumable: !fillDescriptors, speedLimit: argument(6), journalIntervalBytes: argument(3),
                               journalIntervalMilliseconds: 50)
 let progress: @Sendable (TransferProgress) -> Void = { progress in
     if killAt > 0 && progress.completedUnitCount >= killAt { kill(getpid(), SIGKILL) }
@@ -28,6 +35,10 @@ let progress: @Sendable (TransferProgress) -> Void = { progress in
 
 do {
     let session = try SessionManager()
+    if fillDescriptors {
+        // Kept open until exit: every descriptor the limit allows is taken.
+        while open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0 {}
+    }
     let done = DispatchSemaphore(value: 0)
     nonisolated(unsafe) var failure: TransferError?  // written before signal(), read after wait()
     if segments > 1 {

@@ -55,3 +55,50 @@ struct MultiErrorTableTests {
         #expect(ct_code_for_curl_multi_code(code) != CT_E_TRANSPORT)
     }
 }
+
+/// Issue 30, item 2: running out of descriptors is its own code, and a loop admits no more
+/// connections than the open-file limit leaves room for (ct_fdlimit.c).
+@Suite("Open-file limit")
+struct OpenFileLimitTableTests {
+    @Test("too many open files has its own stable code and name, apart from cannot connect")
+    func ownCode() {
+        #expect(CT_E_TOO_MANY_OPEN_FILES.rawValue == 26)
+        #expect(String(cString: ct_code_name(CT_E_TOO_MANY_OPEN_FILES)) == "too_many_open_files")
+        #expect(CT_E_TOO_MANY_OPEN_FILES != CT_E_CANNOT_CONNECT)
+    }
+
+    @Test("the budget is (soft limit − descriptors in use − reserve) / 3, at least one, within the configured cap")
+    func budgetRule() {
+        #expect(CT_FD_RESERVE == 16)
+        #expect(CT_FD_PER_CONNECTION == 3)
+        // ulimit -n 64 with 10 descriptors open: (64 - 10 - 16) / 3.
+        #expect(ct_connection_budget(0, 64, 10) == 12)
+        #expect(ct_connection_budget(200, 64, 10) == 12)
+        #expect(ct_connection_budget(8, 64, 10) == 8)
+        // Nothing left: one connection still tries (and fails with its own code).
+        #expect(ct_connection_budget(0, 20, 10) == 1)
+        #expect(ct_connection_budget(0, 64, 100) == 1)
+        // No limit: only the configured cap (0: none); a negative cap counts as none.
+        #expect(ct_connection_budget(0, 0, 10) == 0)
+        #expect(ct_connection_budget(32, 0, 10) == 32)
+        #expect(ct_connection_budget(-1, 64, 10) == 12)
+        #expect(ct_connection_budget(0, UInt64.max, 0) == Int64(Int32.max))
+    }
+
+    @Test("a loop applies the rule with this process's limit when it is created")
+    func loopBudget() throws {
+        var config = ct_loop_config()
+        ct_loop_config_init(&config)
+        config.max_total_connections = 4   // libcurl's own cap, not the descriptor budget
+        var loop: OpaquePointer?
+        #expect(ct_loop_create(&config, &loop) == CT_OK)
+        let created = try #require(loop)
+        defer { ct_loop_destroy(created) }
+
+        let limit = ct_open_file_limit()
+        let budget = ct_loop_connection_budget(created)
+
+        #expect(budget >= 1 || limit == 0)
+        if limit > 0 { #expect(UInt64(budget) <= max(1, limit / 3)) }
+    }
+}

@@ -90,7 +90,11 @@ struct ct_loop_config {
    * connection of the loop. NULL: the system bundle. */
   const char *_Nullable ca_file;
   int64_t max_connections_per_host;    /* 0: unlimited */
-  int64_t max_total_connections;       /* 0: unlimited */
+  /* 0: unlimited; else libcurl's CURLMOPT_MAX_TOTAL_CONNECTIONS (the
+   * transfers beyond it wait in libcurl, connecting). Independently the
+   * loop runs at most ct_connection_budget(0, ...) transfers at once (the
+   * open-file limit's share, below) and queues the others. */
+  int64_t max_total_connections;
   int64_t max_concurrent_streams;      /* HTTP/2; 0: libcurl's default */
   int64_t max_idle_connections;        /* kept for reuse; 0: 256 */
   int32_t multiplex;                   /* 1: HTTP/2 multiplexing (default) */
@@ -112,13 +116,50 @@ struct ct_loop_config {
 
 void ct_loop_config_init(struct ct_loop_config *_Nonnull config);
 
+/* Descriptors kept free for the rest of the process (its files, pipes and
+ * logs, libcurl's resolver) when sizing the connection budget. */
+#define CT_FD_RESERVE 16
+/* Descriptors counted per admitted transfer: its socket, the file a
+ * download writes (or an upload reads) while it runs, and one idle
+ * connection kept for reuse (CURLMOPT_MAXCONNECTS is capped to the
+ * budget too). */
+#define CT_FD_PER_CONNECTION 3
+
+/**
+ * The admission rule: how many transfers a loop runs at once, given
+ * `configured` (max_total_connections, 0: unlimited), the soft
+ * RLIMIT_NOFILE `soft_limit` (0: no limit) and the descriptors `in_use`
+ * when the loop is created:
+ *
+ *   min(configured, max(1, (soft_limit - in_use - CT_FD_RESERVE)
+ *                          / CT_FD_PER_CONNECTION))
+ *
+ * 0 means no limit (configured 0 and no soft limit). Transfers beyond the
+ * budget wait queued in the loop, holding no descriptor, instead of
+ * failing with EMFILE; idle pooled connections are capped to it too. Pure; any thread. ct_loop_create applies it with
+ * getrlimit() and the count of /proc/self/fd, with `configured` 0 (a
+ * configured cap is libcurl's, see max_total_connections).
+ */
+int64_t ct_connection_budget(int64_t configured, uint64_t soft_limit,
+                             uint64_t in_use);
+
+/* The soft RLIMIT_NOFILE of the process now; 0: no limit. Any thread. */
+uint64_t ct_open_file_limit(void);
+
+/**
+ * The connection budget the loop uses (ct_connection_budget at creation;
+ * 0: unlimited). Any thread.
+ */
+int64_t ct_loop_connection_budget(const struct ct_loop *_Nonnull loop);
+
 /**
  * Create a loop and start its thread. On CT_OK `*out` owns the loop until
  * ct_loop_destroy(). Fails with CT_E_INVALID_ARGUMENT for a NULL argument,
  * CT_E_NO_MEMORY, CT_E_SYSTEM if the kernel refuses an fd or the thread,
  * or the code of a failed libcurl start (CT_E_UNSUPPORTED: too old or
  * missing a feature) or CA bundle load; `*out` is NULL then. No errno is
- * reported.
+ * reported; CT_E_TOO_MANY_OPEN_FILES when the loop's own descriptors
+ * (epoll, eventfd, timerfd) hit the descriptor limit.
  */
 ct_code ct_loop_create(const struct ct_loop_config *_Nonnull config,
                        struct ct_loop *_Nullable *_Nonnull out);

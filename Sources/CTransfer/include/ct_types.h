@@ -50,8 +50,13 @@ typedef enum ct_code {
   CT_E_INTERNAL = 23,         /* libcurl misused or refused to start: a bug */
   CT_E_PROXY = 24,            /* the proxy refused, wants credentials, or
                                * its name does not resolve */
-  CT_E_EMPTY_REPLY = 25       /* the server closed the connection without
+  CT_E_EMPTY_REPLY = 25,      /* the server closed the connection without
                                * sending a byte of response */
+  CT_E_TOO_MANY_OPEN_FILES = 26  /* a socket or file could not be opened:
+                                  * the process's descriptor limit
+                                  * (RLIMIT_NOFILE, EMFILE) or the system's
+                                  * file table (ENFILE); sys_errno says
+                                  * which, the message names the limit */
 } ct_code;
 
 /* Why the trust evaluation refused a chain (ct_result.tls_reason). */

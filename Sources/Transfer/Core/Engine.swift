@@ -116,6 +116,9 @@ final class Engine: Sendable {
         guard code == CT_OK, let created else {
             // No thread ran, so on_loop_end will not release it.
             Unmanaged.passUnretained(pass).release()
+            if code == CT_E_TOO_MANY_OPEN_FILES {
+                throw TransferError(.tooManyOpenFiles, "cannot start the transfer engine: " + Engine.openFileLimitText)
+            }
             throw TransferError(
                 code == CT_E_INVALID_REQUEST ? .invalidRequest : .internalError,
                 "cannot start the transfer engine: \(String(cString: ct_code_name(code)))"
@@ -235,6 +238,14 @@ final class Engine: Sendable {
     var activeCount: Int64 { ct_loop_active_count(loop) }
     var wakeups: UInt64 { ct_loop_wakeups(loop) }
 
+    /// "all N descriptors of the open-file limit (RLIMIT_NOFILE, ulimit -n) are in use", the words of
+    /// the engine's own messages (ct_fdlimit.c).
+    static var openFileLimitText: String {
+        let limit = ct_open_file_limit()
+        let bound = limit > 0 ? String(limit) : "unlimited"
+        return "all \(bound) descriptors of the open-file limit (RLIMIT_NOFILE, ulimit -n) are in use"
+    }
+
     static func errorCode(for code: ct_code) -> TransferError.Code {
         switch code {
         case CT_E_INVALID_REQUEST, CT_E_INVALID_ARGUMENT: return .invalidRequest
@@ -255,6 +266,7 @@ final class Engine: Sendable {
         case CT_E_TOO_LARGE: return .responseTooLarge
         case CT_E_PROXY: return .proxyFailure
         case CT_E_EMPTY_REPLY: return .emptyResponse
+        case CT_E_TOO_MANY_OPEN_FILES: return .tooManyOpenFiles
         case CT_E_INTERNAL, CT_E_NO_MEMORY, CT_E_SYSTEM, CT_E_UNSUPPORTED: return .internalError
         default: return .internalError
         }

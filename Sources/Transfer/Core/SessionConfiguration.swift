@@ -52,7 +52,13 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var httpAdditionalHeaders: HTTPHeaders = [:]
     /// Connections open at once to one host (0: unlimited).
     public var maxConnectionsPerHost: Int = 6
-    /// Connections open at once in all (0: unlimited).
+    /// Connections open at once in all (0: unlimited by this setting).
+    ///
+    /// Whatever it says, the session opens no more connections than its share of the
+    /// open-file limit allows: `(RLIMIT_NOFILE − descriptors open when the session
+    /// starts − 16) / 3`, at least 1 (a socket, a file and an idle connection per transfer,
+    /// 16 left for the rest of the process). Tasks beyond it wait in the engine's queue for a connection
+    /// instead of failing with ``TransferError/Code/tooManyOpenFiles``.
     public var maxTotalConnections: Int = 0
     /// The HTTP version to ask for (default `.automatic`).
     public var httpVersion: HTTPVersion = .automatic

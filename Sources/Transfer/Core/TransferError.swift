@@ -78,6 +78,14 @@ public struct TransferError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// (`.returnCacheDataDontLoad`) and the response cache had no usable
         /// response (URLError's `resourceUnavailable`).
         public static let resourceUnavailable = Code("resourceUnavailable")
+        /// This process ran out of file descriptors: a socket or a file could not be
+        /// opened (`EMFILE`: the open-file limit `RLIMIT_NOFILE`, `ulimit -n`, is reached;
+        /// `ENFILE`: the system's file table is full). ``systemErrno`` says which and
+        /// ``message`` names the limit. A local condition, not the server's fault: not
+        /// retried by ``RetryPolicy`` by default. The engine already keeps its connections
+        /// within the limit (see ``SessionConfiguration/maxTotalConnections``), so this
+        /// means the rest of the process holds the descriptors.
+        public static let tooManyOpenFiles = Code("tooManyOpenFiles")
         /// A bug in Transfer: please report it.
         public static let internalError = Code("internalError")
     }
