@@ -94,7 +94,17 @@ final class BatchDemand: Sendable {
     private let consumedCount = Atomic<Int>(0)
     /// The consumed count at which `onCredit` runs; `Int.max`: disarmed.
     private let resumeAt = Atomic<Int>(Int.max)
-    private let onCredit = Protected<(@Sendable () -> Void)?>(nil)
+    /// A class, not the closure itself: a closure kept in the generic
+    /// `Protected` and read through `withLock { $0 }` is reabstracted on the
+    /// way out and again on the write-back of the `inout`, so each read
+    /// wrapped it in two more thunks (a chain 90,000 deep after a million
+    /// requests, walked on every call).
+    private let onCredit = Protected<Callback?>(nil)
+
+    private final class Callback: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
 
     init(limit: Int) { self.limit = max(1, limit) }
 
@@ -102,7 +112,10 @@ final class BatchDemand: Sendable {
 
     /// Sets what runs when an armed target is reached (nil: nothing; a
     /// finished batch clears it, which breaks the batch -> demand -> batch cycle).
-    func setOnCredit(_ body: (@Sendable () -> Void)?) { onCredit.withLock { $0 = body } }
+    func setOnCredit(_ body: (@Sendable () -> Void)?) {
+        let callback = body.map(Callback.init)
+        onCredit.withLock { $0 = callback }
+    }
 
     /// How many more requests may be taken when `pulled` have been.
     func room(pulled: Int) -> Int { limit - (pulled - consumed) }
@@ -129,7 +142,7 @@ final class BatchDemand: Sendable {
         let now = consumedCount.add(1, ordering: .sequentiallyConsistent).newValue
         let target = resumeAt.load(ordering: .sequentiallyConsistent)
         // Only the caller that disarms the target runs the callback.
-        if now >= target, disarm(target), let body = onCredit.withLock({ $0 }) { body() }
+        if now >= target, disarm(target), let callback = onCredit.withLock({ $0 }) { callback.body() }
     }
 }
 
