@@ -154,4 +154,139 @@ struct BatchTests {
         }
         #expect(failures == 0)
     }
+
+    // MARK: - Lazy sequences (issue 30 item 3)
+
+    /// A lazy sequence of `count` requests that counts how many were taken from it.
+    struct CountingRequests: Sequence, Sendable {
+        let count: Int
+        let pulled = Locked(0)
+        let make: @Sendable (Int) -> Request
+
+        struct Iterator: IteratorProtocol {
+            let sequence: CountingRequests
+            var position = 0
+            mutating func next() -> Request? {
+                guard position < sequence.count else { return nil }
+                defer { position += 1 }
+                sequence.pulled.withLock { $0 += 1 }
+                return sequence.make(position)
+            }
+        }
+
+        func makeIterator() -> Iterator { Iterator(sequence: self) }
+    }
+
+    static let lazyCount = ProcessInfo.processInfo.environment["TRANSFER_TEST_SANITIZER"] == nil ? 20_000 : 2_000
+
+    @Test("a lazy sequence of 20,000 requests yields each index once and is never read more than the limit ahead")
+    func lazySequenceStaysWithinTheLimit() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let limit = 16
+        let requests = CountingRequests(count: Self.lazyCount) { Request(url: server.url("/bytes/\(16 + $0 % 64)")) }
+
+        var seen = [Bool](repeating: false, count: requests.count)
+        var received = 0
+        var failures = 0
+        var mostAhead = 0
+        let options = BatchOptions(maxConcurrentRequests: limit, discardsBodies: true)
+        for await element in session.results(for: requests, options: options) {
+            #expect(!seen[element.index], "index \(element.index) twice")
+            seen[element.index] = true
+            received += 1
+            if case .success = element.result, element.bytesReceived == Int64(16 + element.index % 64) {} else {
+                failures += 1
+            }
+            mostAhead = max(mostAhead, requests.pulled.withLock { $0 } - received)
+            // A consumer that falls behind now and then: the batch must wait for it.
+            if received % 2_000 == 0 { try await Task.sleep(for: .milliseconds(50)) }
+        }
+
+        #expect(received == requests.count)
+        #expect(seen.allSatisfy { $0 })
+        #expect(failures == 0)
+        #expect(requests.pulled.withLock { $0 } == requests.count)
+        #expect(mostAhead <= limit, "the sequence was read \(mostAhead) requests ahead of the consumer")
+    }
+
+    @Test("a lazy batch on an observed session runs as tasks within the same limit")
+    func lazySequenceAsTasks() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        var hooks = SessionHooks()
+        hooks.taskDidComplete = { _, _, _ in }
+        session.hooks = hooks
+        let limit = 4
+        let requests = CountingRequests(count: 300) { Request(url: server.url("/bytes/\(10 + $0 % 7)?seed=\($0)")) }
+
+        var seen = Set<Int>()
+        var mostAhead = 0
+        for await element in session.results(for: requests, options: BatchOptions(maxConcurrentRequests: limit)) {
+            #expect(seen.insert(element.index).inserted)
+            #expect(try element.result.get().0 == TestServer.bytes(seed: UInt64(element.index), count: 10 + element.index % 7))
+            mostAhead = max(mostAhead, requests.pulled.withLock { $0 } - seen.count)
+            if seen.count % 100 == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+
+        #expect(seen.count == 300)
+        #expect(mostAhead <= limit, "the sequence was read \(mostAhead) requests ahead of the consumer")
+    }
+
+    @Test("requests of a lazy batch that cannot take the fast path run as tasks beside the others")
+    func lazySequenceMixed() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let body = Data(repeating: 7, count: 100)
+        let requests = CountingRequests(count: 200) { index in
+            index % 5 == 0
+                ? Request(url: server.url("/echo"), method: .post, body: .data(body))
+                : Request(url: server.url("/bytes/\(20 + index % 9)?seed=\(index)"))
+        }
+
+        var seen = Set<Int>()
+        for await element in session.results(for: requests, options: BatchOptions(maxConcurrentRequests: 8)) {
+            #expect(seen.insert(element.index).inserted)
+            let (data, response) = try element.result.get()
+            #expect(response.statusCode == 200)
+            if element.index % 5 == 0 {
+                #expect(String(decoding: data, as: UTF8.self).contains("\"body_length\":100"))
+            } else {
+                #expect(data == TestServer.bytes(seed: UInt64(element.index), count: 20 + element.index % 9))
+            }
+        }
+
+        #expect(seen.count == 200)
+    }
+
+    @Test("cancelling the task iterating a lazy batch cancels the running requests and reads no further")
+    func lazySequenceCancellation() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let requests = CountingRequests(count: 1_000_000) { _ in Request(url: server.url("/hold/100000?gate=lazy")) }
+
+        let consumer = Task {
+            var count = 0
+            for await _ in session.results(for: requests, options: BatchOptions(maxConcurrentRequests: 4)) { count += 1 }
+            return count
+        }
+        try await Wait.until("four requests held at the gate", timeout: .seconds(10)) { server.heldAtGate("lazy") == 4 }
+        consumer.cancel()
+        _ = await consumer.value
+
+        try await Wait.until("the engine to drop every transfer", timeout: .seconds(10)) {
+            session.engine.activeCount == 0
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(requests.pulled.withLock { $0 } == 4)
+        #expect(server.requestCount == 4)
+    }
 }

@@ -23,6 +23,9 @@ public enum Scenario: String, Sendable, CaseIterable {
     case tlsConnections = "tls-connections"
     /// One URL fetched in `--segments` ranges to `--output` (Transfer only).
     case segmented
+    /// `--count` GETs of `--url` at `--concurrency` in `--rounds` rounds, with
+    /// RSS, open fds and threads sampled between rounds (Transfer only).
+    case soak
 }
 
 /// The common arguments: `--scenario S --url U [--urls-file F] --concurrency N
@@ -42,9 +45,12 @@ public struct Options: Sendable {
     /// Expected body size of each response (downloads and GETs); nil: not checked.
     public var expectBytes: Int64?
     public var segments = 4
+    /// `--rounds N` (`soak`): the requests are made in this many rounds, sampled after each.
+    public var rounds = 10
     /// `--check`: say whether the scenario is supported (exit 0, or 3 with a note) and do nothing.
     public var checkOnly = false
-    /// `--api data|batch` (bench-transfer, `many`): one `data(for:)` per request (default), or the batch API.
+    /// `--api data|batch|lazy` (bench-transfer, `many` and `soak`): one `data(for:)` per request
+    /// (default), the batch API over an array, or the batch API over a lazy sequence.
     public var api = "data"
     /// `--observe logger|monitor|completion` (bench-transfer): a logger at `.info` (the per-request
     /// events are `.debug`: logging configured but off), or one event monitor that counts
@@ -90,6 +96,7 @@ public struct Options: Sendable {
             case "--pin": pin = try value(name)
             case "--expect-bytes": expectBytes = Int64(try integer(name))
             case "--segments": segments = max(1, try integer(name))
+            case "--rounds": rounds = max(1, try integer(name))
             case "--check": checkOnly = true
             case "--stream":
                 let text = try value(name)
@@ -97,7 +104,7 @@ public struct Options: Sendable {
                 stream = text
             case "--api":
                 let text = try value(name)
-                guard text == "data" || text == "batch" else { throw BenchError("unknown --api \(text)") }
+                guard ["data", "batch", "lazy"].contains(text) else { throw BenchError("unknown --api \(text)") }
                 api = text
             case "--observe":
                 let text = try value(name)
@@ -220,12 +227,15 @@ public func forEachBounded(count: Int, concurrency: Int, tally: Tally,
 }
 
 /// Prints the result line and returns the process exit status.
-public func report(client: String, options: Options, wall: Double, tally: Tally, note: String? = nil) -> Int32 {
+public func report(client: String, options: Options, wall: Double, tally: Tally, note: String? = nil,
+                   extra: [String: Any] = [:]) -> Int32
+{
     let s = tally.snapshot
     var fields: [String: Any] = [
         "client": client, "scenario": options.scenario.rawValue, "wall_s": wall,
         "bytes": s.bytes, "requests": s.requests, "errors": s.errors,
     ]
+    fields.merge(extra) { old, _ in old }
     if let version = s.httpVersion { fields["http_version"] = version }
     if let error = s.firstError { fields["first_error"] = error }
     if let note { fields["note"] = note }

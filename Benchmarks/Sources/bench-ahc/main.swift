@@ -89,6 +89,9 @@ await benchMain(client: "ahc") { options in
     if options.scenario == .segmented {
         return unsupported(client: "ahc", options: options, why: "no segmented downloads")
     }
+    if options.scenario == .soak {
+        return unsupported(client: "ahc", options: options, why: "the soak measures the Transfer library only")
+    }
     if options.checkOnly { return 0 }
     let client = makeClient(options)
     let tally = Tally()
@@ -130,7 +133,7 @@ await benchMain(client: "ahc") { options in
             try await download(client, urls[index], to: try options.outputPath(index: index),
                                expected: options.expectBytes, tally: tally)
         }
-    case .segmented:
+    case .segmented, .soak:
         break
     }
     let wall = monotonicSeconds() - start

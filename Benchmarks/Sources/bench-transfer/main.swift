@@ -3,7 +3,9 @@
 // download(for:to:) (the body goes to disk in C),
 // discard(for:) (counted in C, not stored), upload(for:fromFile:),
 // segmentedDownload(with:to:segments:); with `--stream hook|slow`, a body
-// dropped through the chunk hook or read through stream(for:).
+// dropped through the chunk hook or read through stream(for:); `--scenario
+// soak` makes --count requests in --rounds rounds and samples RSS, fds and
+// threads after each (issue 30 item 7).
 import BenchCommon
 import Foundation
 import Logging
@@ -72,16 +74,84 @@ final class Counter: @unchecked Sendable {  // `count` behind `lock`
     var value: Int64 { lock.withLock { count } }
 }
 
-/// VmRSS or VmHWM of this process in bytes (0 if /proc cannot tell).
-func statusBytes(_ field: String) -> Int {
+/// The number of a /proc/self/status field (VmRSS, Threads, ...), 0 if /proc cannot tell.
+func statusValue(_ field: String) -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
         let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
     else { return 0 }
-    return (line.split(separator: " ").compactMap { Int($0) }.first ?? 0) * 1024
+    return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap { Int($0) }.first ?? 0
 }
+
+/// VmRSS or VmHWM of this process in bytes (0 if /proc cannot tell).
+func statusBytes(_ field: String) -> Int { statusValue(field) * 1024 }
 
 func residentBytes() -> Int { statusBytes("VmRSS") }
 func peakResidentBytes() -> Int { statusBytes("VmHWM") }
+
+/// What the process holds: resident bytes, open file descriptors, threads.
+struct ProcessSample {
+    var rss: Int
+    var fds: Int
+    var threads: Int
+
+    static func now() -> ProcessSample {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+        // The listing itself holds one descriptor open while it reads.
+        return ProcessSample(rss: residentBytes(), fds: max(0, fds - 1), threads: statusValue("Threads"))
+    }
+}
+
+/// `count` copies of one request, made one at a time as the batch takes them.
+struct RepeatedRequests: Sequence, Sendable {
+    let request: Request
+    let count: Int
+
+    struct Iterator: IteratorProtocol {
+        let request: Request
+        var left: Int
+        mutating func next() -> Request? {
+            guard left > 0 else { return nil }
+            left -= 1
+            return request
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(request: request, left: count) }
+}
+
+/// `count` GETs of `request` at `--concurrency`: one `data(for:)` each
+/// (`data`), one batch over an array (`batch`), or one over a lazy sequence
+/// that makes each request only when the batch takes it (`lazy`).
+func makeRequests(_ session: SessionManager, _ request: Request, count: Int, api: String, options: Options,
+                  tally: Tally) async
+{
+    func record(_ element: BatchResult) {
+        switch element.result {
+        case .success(let (data, response)):
+            tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,
+                         httpVersion: response.httpVersion)
+        case .failure(let error):
+            tally.fail(error)
+        }
+    }
+    let batch = BatchOptions(maxConcurrentRequests: options.concurrency)
+    switch api {
+    case "batch":
+        // One batch: the engine gets the requests a window at a time and
+        // Swift hears of their results once per loop pass.
+        let requests = [Request](repeating: request, count: count)
+        for await element in session.results(for: requests, options: batch) { record(element) }
+    case "lazy":
+        let requests = RepeatedRequests(request: request, count: count)
+        for await element in session.results(for: requests, options: batch) { record(element) }
+    default:
+        await forEachBounded(count: count, concurrency: options.concurrency, tally: tally) { _ in
+            let (data, response) = try await session.data(for: request)
+            tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,
+                         httpVersion: response.httpVersion)
+        }
+    }
+}
 
 await benchMain(client: "transfer") { options in
     if options.checkOnly { return 0 }
@@ -94,6 +164,7 @@ await benchMain(client: "transfer") { options in
     }
     let tally = Tally()
     var note: String?
+    var extra: [String: Any] = [:]
     let start = monotonicSeconds()
     switch options.scenario {
     case .download:
@@ -147,27 +218,41 @@ await benchMain(client: "transfer") { options in
         var request = Request(url: try options.target)
         if options.scenario == .tlsConnections { request.setValue("close", forHTTPHeaderField: "Connection") }
         let shared = request
-        if options.api == "batch" {
-            // One batch: the engine gets the requests a window at a time and
-            // Swift hears of their results once per loop pass.
-            let requests = [Request](repeating: shared, count: options.count)
-            let batch = BatchOptions(maxConcurrentRequests: options.concurrency)
-            for await element in session.results(for: requests, options: batch) {
-                switch element.result {
-                case .success(let (data, response)):
-                    tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,
-                                 httpVersion: response.httpVersion)
-                case .failure(let error):
-                    tally.fail(error)
-                }
+        let rss = residentBytes()
+        await makeRequests(session, shared, count: options.count, api: options.api, options: options, tally: tally)
+        if options.api == "lazy" || (options.api == "batch" && options.count >= 100_000) {
+            note = "peak RSS \((peakResidentBytes() - rss) >> 20) MiB over the RSS before the requests"
+        }
+    case .soak:
+        // Issue 30 item 7: the same work in rounds; what the process holds
+        // after each round should not grow from round 2 on.
+        let request = Request(url: try options.target)
+        let perRound = max(1, options.count / options.rounds)
+        var samples: [ProcessSample] = []
+        for _ in 0..<options.rounds {
+            if options.api == "data" {
+                // Half through data(for:) (64 tasks), half through the lazy batch API.
+                await makeRequests(session, request, count: perRound / 2, api: "data", options: options, tally: tally)
+                await makeRequests(session, request, count: perRound - perRound / 2, api: "lazy", options: options,
+                                   tally: tally)
+            } else {
+                await makeRequests(session, request, count: perRound, api: options.api, options: options, tally: tally)
             }
-            break
+            samples.append(ProcessSample.now())
         }
-        await forEachBounded(count: options.count, concurrency: options.concurrency, tally: tally) { _ in
-            let (data, response) = try await session.data(for: shared)
-            tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,
-                         httpVersion: response.httpVersion)
-        }
+        let first = samples[min(1, samples.count - 1)]
+        let last = samples[samples.count - 1]
+        extra = [
+            "rounds": samples.count,
+            "rss_growth_bytes": last.rss - first.rss,
+            "fd_growth": last.fds - first.fds,
+            "thread_growth": last.threads - first.threads,
+            "rss_kib": samples.map { $0.rss >> 10 },
+            "fds": samples.map { $0.fds },
+            "threads": samples.map { $0.threads },
+        ]
+        note = "from round \(min(2, samples.count)) to \(samples.count): RSS \(last.rss - first.rss) bytes, "
+            + "fds \(last.fds - first.fds), threads \(last.threads - first.threads); peak RSS \(peakResidentBytes() >> 20) MiB"
     case .upload:
         let input = try options.requireInput()
         var request = Request(url: try options.target, method: .post)
@@ -202,5 +287,5 @@ await benchMain(client: "transfer") { options in
     }
     let wall = monotonicSeconds() - start
     session.invalidateAndCancel()
-    return report(client: "transfer", options: options, wall: wall, tally: tally, note: note)
+    return report(client: "transfer", options: options, wall: wall, tally: tally, note: note, extra: extra)
 }

@@ -66,6 +66,9 @@ await benchMain(client: "urlsession") { options in
     if options.scenario == .segmented {
         return unsupported(client: "urlsession", options: options, why: "no segmented downloads")
     }
+    if options.scenario == .soak {
+        return unsupported(client: "urlsession", options: options, why: "the soak measures the Transfer library only")
+    }
     if options.checkOnly { return 0 }
     let configuration = URLSessionConfiguration.default
     configuration.httpMaximumConnectionsPerHost = max(6, options.concurrency)
@@ -119,7 +122,7 @@ await benchMain(client: "urlsession") { options in
             try await download(session, urls[index], to: try options.outputPath(index: index),
                                expected: options.expectBytes, tally: tally)
         }
-    case .segmented:
+    case .segmented, .soak:
         break
     }
     let wall = monotonicSeconds() - start

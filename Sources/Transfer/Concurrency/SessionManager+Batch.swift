@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 
-/// One finished request of a batch (see ``SessionManager/results(for:options:)``).
+/// One finished request of a batch (see `SessionManager.results(for:options:)`).
 public struct BatchResult: Sendable {
-    /// The position of the request in the array given to the batch.
+    /// The position of the request in the array or sequence given to the batch.
     public var index: Int
     /// The body and response, or the error of this request alone. HTTP error
     /// statuses are not errors here, as with ``SessionManager/data(for:)``.
@@ -18,6 +18,8 @@ public struct BatchResult: Sendable {
 /// How a batch runs.
 public struct BatchOptions: Sendable, Hashable {
     /// At most this many requests in the engine at once; the rest wait in order.
+    /// A batch over a lazy sequence also takes no more than this many
+    /// requests out of it ahead of the results the iterating task has taken.
     public var maxConcurrentRequests: Int
     /// Count each body and keep none of it (the `Data` is empty).
     public var discardsBodies: Bool
@@ -40,16 +42,28 @@ public struct BatchResults: AsyncSequence, Sendable {
     public typealias Failure = Never
 
     let chunks: AsyncStream<[BatchResult]>
+    /// Told of each result taken (batches over lazy sequences only).
+    let demand: BatchDemand?
 
-    public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: chunks.makeAsyncIterator())
+    init(chunks: AsyncStream<[BatchResult]>, demand: BatchDemand? = nil) {
+        self.chunks = chunks
+        self.demand = demand
     }
 
+    /// An iterator over the results; one per batch.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: chunks.makeAsyncIterator(), demand: demand)
+    }
+
+    /// Hands out the results of one loop pass after the other.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncStream<[BatchResult]>.AsyncIterator
+        let demand: BatchDemand?
         var buffer: [BatchResult] = []
         var position = 0
 
+        /// The next finished request, or nil once every request has finished
+        /// (or the batch was cancelled).
         public mutating func next() async -> BatchResult? {
             while position == buffer.count {
                 // One chunk per loop pass: the results of every request that
@@ -59,8 +73,76 @@ public struct BatchResults: AsyncSequence, Sendable {
                 position = 0
             }
             defer { position += 1 }
+            // Taken: its slot may be refilled (one relaxed add, one load).
+            demand?.didConsume()
             return buffer[position]
         }
+    }
+}
+
+/// How far a batch over a lazy sequence may run ahead of the task that
+/// iterates its results: at most `limit` requests taken from the sequence
+/// and not yet handed out by ``BatchResults/AsyncIterator``. So memory is
+/// bounded by the concurrency, whether the consumer keeps up or not.
+///
+/// The producer (the batch) reads ``consumed``; when it has no room it
+/// arms a target, and the consumer's iterator calls back once it has taken
+/// that many results.
+final class BatchDemand: Sendable {
+    let limit: Int
+    /// Results handed out by the iterator.
+    private let consumedCount = Atomic<Int>(0)
+    /// The consumed count at which `onCredit` runs; `Int.max`: disarmed.
+    private let resumeAt = Atomic<Int>(Int.max)
+    /// A class, not the closure itself: a closure kept in the generic
+    /// `Protected` and read through `withLock { $0 }` is reabstracted on the
+    /// way out and again on the write-back of the `inout`, so each read
+    /// wrapped it in two more thunks (a chain 90,000 deep after a million
+    /// requests, walked on every call).
+    private let onCredit = Protected<Callback?>(nil)
+
+    private final class Callback: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+
+    init(limit: Int) { self.limit = max(1, limit) }
+
+    var consumed: Int { consumedCount.load(ordering: .acquiring) }
+
+    /// Sets what runs when an armed target is reached (nil: nothing; a
+    /// finished batch clears it, which breaks the batch -> demand -> batch cycle).
+    func setOnCredit(_ body: (@Sendable () -> Void)?) {
+        let callback = body.map(Callback.init)
+        onCredit.withLock { $0 = callback }
+    }
+
+    /// How many more requests may be taken when `pulled` have been.
+    func room(pulled: Int) -> Int { limit - (pulled - consumed) }
+
+    /// Asks for `onCredit` once `target` results have been taken; false when
+    /// they already have (then nothing is armed and the caller goes on).
+    func arm(target: Int) -> Bool {
+        resumeAt.store(target, ordering: .sequentiallyConsistent)
+        // The consumer may have passed `target` before it could see it armed.
+        if consumedCount.load(ordering: .sequentiallyConsistent) >= target {
+            disarm(target)
+            return false
+        }
+        return true
+    }
+
+    @discardableResult
+    private func disarm(_ target: Int) -> Bool {
+        resumeAt.compareExchange(expected: target, desired: Int.max, ordering: .sequentiallyConsistent).exchanged
+    }
+
+    /// The iterator took one result.
+    func didConsume() {
+        let now = consumedCount.add(1, ordering: .sequentiallyConsistent).newValue
+        let target = resumeAt.load(ordering: .sequentiallyConsistent)
+        // Only the caller that disarms the target runs the callback.
+        if now >= target, disarm(target), let callback = onCredit.withLock({ $0 }) { callback.body() }
     }
 }
 
@@ -92,206 +174,381 @@ extension SessionManager {
     /// Sends every request (bounded by ``BatchOptions/maxConcurrentRequests``)
     /// and yields each result, with its index, as it finishes.
     ///
-    /// The requests start at once, whether or not the sequence is iterated;
-    /// dropping the sequence or cancelling the iterating task cancels the
-    /// ones still running.
+    /// The requests start at once, whether or not the sequence is iterated,
+    /// and results are kept until taken; dropping the sequence or cancelling
+    /// the iterating task cancels the ones still running. For more requests
+    /// than you want to hold at once, pass a lazy sequence instead: the
+    /// `results(for:options:)` that takes `some Sequence<Request> & Sendable`.
     public func results(for requests: [Request], options: BatchOptions = BatchOptions()) -> BatchResults {
-        let (stream, continuation) = AsyncStream.makeStream(of: [BatchResult].self)
         if requests.isEmpty {
+            let (stream, continuation) = AsyncStream.makeStream(of: [BatchResult].self)
             continuation.finish()
             return BatchResults(chunks: stream)
         }
         if requests.allSatisfy({ takesFastPath($0) }) {
-            let run = BatchRun(session: self, requests: requests, options: options, output: continuation)
-            continuation.onTermination = { termination in
-                if case .cancelled = termination { run.cancel() }
-            }
-            run.start()
-        } else {
-            let task = Task { await self.runBatchAsTasks(requests, options: options, output: continuation) }
-            continuation.onTermination = { termination in
-                if case .cancelled = termination { task.cancel() }
-            }
+            return startRun(AnyIterator(requests.makeIterator()), options: options, demand: nil, checksEachRequest: false)
         }
-        return BatchResults(chunks: stream)
+        return startTasks(requests, options: options, demand: nil)
+    }
+
+    /// Sends the requests of a sequence, taking each from it only as a slot
+    /// frees up, and yields each result, with its index in the sequence, as
+    /// it finishes: a batch of a million requests holds about
+    /// ``BatchOptions/maxConcurrentRequests`` of them at a time.
+    ///
+    /// Back-pressure: at most `maxConcurrentRequests` requests are out of the
+    /// sequence at once, in flight or finished and not yet taken by the
+    /// iterating task. A consumer that falls behind slows the batch down
+    /// instead of letting results pile up.
+    ///
+    /// Requests start when the batch is made, not when iteration begins.
+    /// Cancelling the iterating task (or dropping the results) cancels the
+    /// requests in flight and takes no more from the sequence. A request
+    /// that cannot take the engine's fast path (a body, an interceptor or a
+    /// credential of its own, a response cache) runs as a task, the others
+    /// stay on the fast path; on a session that is observed, every request
+    /// runs as a task.
+    ///
+    /// - Parameters:
+    ///   - requests: The requests, in order. Use a sequence whose iterator
+    ///     makes each request in `next()` (a `Sendable` struct over a range
+    ///     or over the lines of a file) so that a request exists only while
+    ///     it is sent. The iterator runs on the engine's loop thread, on the
+    ///     iterating task or on the batch's own task, one call at a time:
+    ///     keep `next()` quick and non-blocking.
+    ///   - options: Concurrency, whether bodies are kept, and metrics.
+    /// - Returns: The results in finishing order; ``BatchResult/index`` is the
+    ///   position of the request in `requests`.
+    public func results(for requests: some Sequence<Request> & Sendable,
+                        options: BatchOptions = BatchOptions()) -> BatchResults
+    {
+        let demand = BatchDemand(limit: options.maxConcurrentRequests)
+        if usesFastPath {
+            return startRun(AnyIterator(requests.makeIterator()), options: options, demand: demand,
+                            checksEachRequest: true)
+        }
+        return startTasks(requests, options: options, demand: demand)
+    }
+
+    private func startRun(_ source: AnyIterator<Request>, options: BatchOptions, demand: BatchDemand?,
+                          checksEachRequest: Bool) -> BatchResults
+    {
+        let (stream, continuation) = AsyncStream.makeStream(of: [BatchResult].self)
+        let run = BatchRun(session: self, source: source, options: options, demand: demand,
+                           checksEachRequest: checksEachRequest, output: continuation)
+        demand?.setOnCredit { run.creditArrived() }
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { run.cancel() }
+        }
+        run.start()
+        return BatchResults(chunks: stream, demand: demand)
+    }
+
+    private func startTasks(_ requests: some Sequence<Request> & Sendable, options: BatchOptions,
+                            demand: BatchDemand?) -> BatchResults
+    {
+        let (stream, continuation) = AsyncStream.makeStream(of: [BatchResult].self)
+        let task = Task { await self.runBatchAsTasks(requests, options: options, demand: demand, output: continuation) }
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { task.cancel() }
+        }
+        return BatchResults(chunks: stream, demand: demand)
+    }
+
+    /// One request of a batch as a task (``data(for:)`` or ``discard(for:)``).
+    func batchResult(_ request: Request, index: Int, options: BatchOptions) async -> BatchResult {
+        do throws(TransferError) {
+            if options.discardsBodies {
+                let (bytes, response) = try await discard(for: request)
+                return BatchResult(index: index, result: .success((Data(), response)), metrics: nil,
+                                   bytesReceived: bytes)
+            }
+            let (data, response) = try await self.data(for: request)
+            return BatchResult(index: index, result: .success((data, response)), metrics: nil,
+                               bytesReceived: Int64(data.count))
+        } catch {
+            return BatchResult(index: index, result: .failure(error), metrics: nil, bytesReceived: 0)
+        }
     }
 
     /// The batch over tasks, for sessions whose hooks, delegate or
-    /// notification observers must see every request.
-    private func runBatchAsTasks(_ requests: [Request], options: BatchOptions,
-                                 output: AsyncStream<[BatchResult]>.Continuation) async
+    /// notification observers must see every request. With a `demand`, a
+    /// request is taken from the sequence only while the consumer is within
+    /// its limit.
+    private func runBatchAsTasks(_ requests: some Sequence<Request> & Sendable, options: BatchOptions,
+                                 demand: BatchDemand?, output: AsyncStream<[BatchResult]>.Continuation) async
     {
-        let width = max(1, min(options.maxConcurrentRequests, requests.count))
+        let width = max(1, options.maxConcurrentRequests)
+        // Wakes this task when the consumer has made room (bufferingNewest(1): a wake is never lost).
+        let (credits, creditContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        demand?.setOnCredit { creditContinuation.yield() }
+        var creditIterator = credits.makeAsyncIterator()
+        var iterator = requests.makeIterator()
         await withTaskGroup(of: BatchResult.self) { group in
-            var next = 0
-            func add() {
-                let index = next
-                let request = requests[index]
-                next += 1
-                group.addTask {
-                    do throws(TransferError) {
-                        if options.discardsBodies {
-                            let (bytes, response) = try await self.discard(for: request)
-                            return BatchResult(index: index, result: .success((Data(), response)), metrics: nil,
-                                               bytesReceived: bytes)
-                        }
-                        let (data, response) = try await self.data(for: request)
-                        return BatchResult(index: index, result: .success((data, response)), metrics: nil,
-                                           bytesReceived: Int64(data.count))
-                    } catch {
-                        return BatchResult(index: index, result: .failure(error), metrics: nil, bytesReceived: 0)
+            var pulled = 0
+            var inFlight = 0
+            var exhausted = false
+            /// Starts requests while there is room; false when none could start for want of demand.
+            func fill() -> Bool {
+                while !exhausted && inFlight < width && !Task.isCancelled {
+                    if let demand, demand.room(pulled: pulled) <= 0 {
+                        if demand.arm(target: pulled - demand.limit + 1) { return false }
+                        continue
                     }
+                    guard let request = iterator.next() else {
+                        exhausted = true
+                        break
+                    }
+                    let index = pulled
+                    pulled += 1
+                    inFlight += 1
+                    group.addTask { await self.batchResult(request, index: index, options: options) }
                 }
+                return true
             }
-            while next < width { add() }
-            for await result in group {
+            while true {
+                let started = fill()
+                if inFlight == 0 {
+                    if exhausted || Task.isCancelled || started { break }
+                    // Nothing running and no room: wait for the consumer (nil: cancelled).
+                    if await creditIterator.next() == nil { break }
+                    continue
+                }
+                guard let result = await group.next() else { break }
+                inFlight -= 1
                 output.yield([result])
-                if next < requests.count && !Task.isCancelled { add() }
             }
         }
+        creditContinuation.finish()
         output.finish()
     }
+}
+
+/// A request of a batch that runs as a task (it cannot take the fast path),
+/// as the batch's in-flight list sees it.
+private final class BatchTaskRequest: FastCancellable {
+    let task: Task<Void, Never>
+    init(_ task: Task<Void, Never>) { self.task = task }
+    func cancel() { task.cancel() }
 }
 
 /// A batch on the fast path: its requests go to the engine a window at a
 /// time (``BatchOptions/maxConcurrentRequests``), each window in one engine
 /// command; finishes come back once per loop pass, which hands their results
-/// over in one chunk and submits the next window. A request's engine target
-/// is made when its window goes out and freed when its result is handed over.
+/// over in one chunk and submits the next window. Requests are taken from
+/// the source only as they are submitted, so a lazy source is never read
+/// ahead; with a ``BatchDemand``, no further than the consumer allows. A
+/// request's engine target is made when its window goes out and freed when
+/// its result is handed over.
 final class BatchRun: FastCancellable, @unchecked Sendable {
-    // @unchecked Sendable: `next`, `inFlight`, `delivered`, `pending` and
-    // `finished` belong to the thread that calls start() until its first
-    // successful submit, and to the loop thread after it (the engine's queue
-    // lock orders the two); `inEngine` is behind its lock, `cancelled` atomic;
-    // the rest is immutable.
+    // @unchecked Sendable: `state` is behind its lock (taken once per loop
+    // pass, at start, when the consumer makes room, and when a request run
+    // as a task finishes); `finishedThisPass` belongs to the loop thread;
+    // `inEngine` is behind its lock, `cancelled` atomic; the rest is immutable.
     let session: SessionManager
     let options: BatchOptions
-    private let requests: [Request]
     private let output: AsyncStream<[BatchResult]>.Continuation
-    /// The requests in the engine, by index, for cancel(): one lock per window.
-    private let inEngine = Protected<[Int: FastRequest]>([:])
+    private let demand: BatchDemand?
+    /// Whether each request is checked for the fast path (false: the caller checked them all).
+    private let checksEachRequest: Bool
+    /// The requests in flight, by index, for cancel(): one lock per window.
+    private let inEngine = Protected<[Int: any FastCancellable]>([:])
     private let cancelled = Atomic<Bool>(false)
-    private var next = 0
-    private var inFlight = 0
-    private var delivered = 0
-    private var pending: [BatchResult] = []
-    /// Indices finished since `inEngine` was last updated.
-    private var finished: [Int] = []
+    private let state: Protected<State>
+    /// Requests that finished in the current loop pass (loop thread only).
+    private var finishedThisPass: [FastRequest] = []
 
-    init(session: SessionManager, requests: [Request], options: BatchOptions,
-         output: AsyncStream<[BatchResult]>.Continuation)
+    private struct State {
+        /// Where requests come from; nil once it has none left.
+        var source: AnyIterator<Request>?
+        /// Requests taken from the source so far (the next index).
+        var next = 0
+        var inFlight = 0
+        var pending: [BatchResult] = []
+        /// Indices finished since `inEngine` was last updated.
+        var finished: [Int] = []
+        /// The session was invalidated before the batch started: every request fails.
+        var refused = false
+        var ended = false
+    }
+
+    init(session: SessionManager, source: AnyIterator<Request>, options: BatchOptions, demand: BatchDemand?,
+         checksEachRequest: Bool, output: AsyncStream<[BatchResult]>.Continuation)
     {
         self.session = session
         self.options = options
-        self.requests = requests
+        self.demand = demand
+        self.checksEachRequest = checksEachRequest
         self.output = output
+        self.state = Protected(State(source: source))
     }
 
     /// Caller's thread: the first window.
     func start() {
-        guard session.engine.pass.registry.admit(self) else {
-            for index in requests.indices {
-                record(index, .failure(SessionManager.invalidatedError(url: requests[index].url)))
-            }
-            flush()
-            return
+        let admitted = session.engine.pass.registry.admit(self)
+        state.withLock { state in
+            state.refused = !admitted
+            proceed(&state)
         }
-        if !advance() { flush() }
     }
 
-    /// Cancels the requests in the engine; those not started finish as cancelled.
+    /// Cancels the requests in flight; no more are taken from the source.
     func cancel() {
         cancelled.store(true, ordering: .sequentiallyConsistent)
         for request in inEngine.withLock({ Array($0.values) }) { request.cancel() }
+        // Ends the results now when nothing is in flight (say, waiting for the consumer).
+        state.withLock { flush(&$0) }
     }
 
     /// Loop thread, at the end of the pass `request` finished in.
     func didFinish(_ request: FastRequest) {
-        inFlight -= 1
-        finished.append(request.index)
-        if let outcome = request.takeOutcome() { pending.append(outcome) }
-        delivered += 1
-    }
-
-    private func record(_ index: Int, _ result: Result<(Data, HTTPResponse), TransferError>) {
-        pending.append(BatchResult(index: index, result: result, metrics: nil, bytesReceived: 0))
-        delivered += 1
+        finishedThisPass.append(request)
     }
 
     /// Loop thread, at the end of a pass in which some of this batch finished.
     func passDidEnd() {
-        if !advance() && !finished.isEmpty {
-            let done = finished
-            finished.removeAll(keepingCapacity: true)
-            inEngine.withLock { map in for index in done { map.removeValue(forKey: index) } }
+        let done = finishedThisPass
+        finishedThisPass.removeAll(keepingCapacity: true)
+        state.withLock { state in
+            state.inFlight -= done.count
+            for request in done {
+                state.finished.append(request.index)
+                if let outcome = request.takeOutcome() { state.pending.append(outcome) }
+            }
+            proceed(&state)
         }
-        flush()
     }
 
-    /// Submits the next window (in one engine command); true when something
-    /// went to the engine, after which the state belongs to the loop thread.
-    private func advance() -> Bool {
+    /// The consumer's thread: it has taken enough results for a new window.
+    func creditArrived() {
+        state.withLock { proceed(&$0) }
+    }
+
+    /// Any thread: a request run as a task has its result.
+    private func taskDidFinish(_ result: BatchResult) {
+        state.withLock { state in
+            state.inFlight -= 1
+            state.finished.append(result.index)
+            state.pending.append(result)
+            proceed(&state)
+        }
+    }
+
+    private func proceed(_ state: inout State) {
+        advance(&state)
+        if !state.finished.isEmpty {
+            let done = state.finished
+            state.finished.removeAll(keepingCapacity: true)
+            inEngine.withLock { map in for index in done { map.removeValue(forKey: index) } }
+        }
+        flush(&state)
+    }
+
+    private func record(_ state: inout State, _ index: Int, _ result: Result<(Data, HTTPResponse), TransferError>) {
+        state.pending.append(BatchResult(index: index, result: result, metrics: nil, bytesReceived: 0))
+    }
+
+    /// How many requests may be taken now.
+    private func roomNow(_ state: State) -> Int {
         let limit = max(1, options.maxConcurrentRequests)
-        while next < requests.count && inFlight < limit {
-            let window = next..<min(requests.count, next + limit - inFlight)
-            next = window.upperBound
-            if cancelled.load(ordering: .sequentiallyConsistent) {
-                for index in window { record(index, .failure(TransferError(.cancelled, "cancelled", url: requests[index].url))) }
-                continue
-            }
+        guard let demand else { return limit - state.inFlight }
+        while true {
+            let room = min(limit - state.inFlight, demand.room(pulled: state.next))
+            // No room because of the consumer (not the engine): wake when it
+            // has taken a quarter window, so refills go out in windows, not one by one.
+            if room > 0 || state.inFlight >= limit { return room }
+            let step = max(1, demand.limit / 4)
+            if demand.arm(target: state.next - demand.limit + step) { return 0 }
+        }
+    }
+
+    /// Submits windows (one engine command each) while there is room.
+    private func advance(_ state: inout State) {
+        while state.source != nil && !cancelled.load(ordering: .sequentiallyConsistent) {
+            let room = roomNow(state)
+            if room <= 0 { return }
             let strings = CStrings()
             defer { strings.free() }
             var specs: [TransferSpec] = []
             var targets: [FastRequest] = []
-            specs.reserveCapacity(window.count)
-            targets.reserveCapacity(window.count)
-            for index in window {
+            var tasks: [(Int, BatchTaskRequest)] = []
+            specs.reserveCapacity(room)
+            targets.reserveCapacity(room)
+            var taken = 0
+            while taken < room, let request = state.source?.next() {
+                let index = state.next
+                state.next += 1
+                taken += 1
+                if state.refused {
+                    record(&state, index, .failure(SessionManager.invalidatedError(url: request.url)))
+                    continue
+                }
+                if checksEachRequest && !session.takesFastPath(request) {
+                    tasks.append((index, startTask(request, index: index)))
+                    continue
+                }
                 do throws(TransferError) {
-                    specs.append(try session.fastSpec(for: requests[index], strings: strings,
+                    specs.append(try session.fastSpec(for: request, strings: strings,
                                                       discardsBody: options.discardsBodies))
-                    targets.append(FastRequest(session: session, request: requests[index], run: self, index: index))
+                    targets.append(FastRequest(session: session, request: request, run: self, index: index))
                 } catch {
-                    record(index, .failure(error))
+                    record(&state, index, .failure(error))
                 }
             }
-            if targets.isEmpty { continue }
+            if taken < room { state.source = nil }
+            if targets.isEmpty && tasks.isEmpty { continue }
+            state.inFlight += tasks.count
             // Listed before they are submitted, so that a cancel() from now on
             // reaches them; one that came before is seen just after.
-            let done = finished
-            finished.removeAll(keepingCapacity: true)
+            let done = state.finished
+            state.finished.removeAll(keepingCapacity: true)
             inEngine.withLock { map in
                 for index in done { map.removeValue(forKey: index) }
                 for request in targets { map[request.index] = request }
+                for (index, task) in tasks { map[index] = task }
             }
             if cancelled.load(ordering: .sequentiallyConsistent) {
                 for request in targets { request.cancel() }
+                for (_, task) in tasks { task.cancel() }
             }
-            inFlight += targets.count
+            if targets.isEmpty { continue }
+            state.inFlight += targets.count
             switch session.engine.submitBatch(specs, targets: targets) {
             case .failure(let error):
-                inFlight -= targets.count
+                state.inFlight -= targets.count
                 inEngine.withLock { map in for request in targets { map.removeValue(forKey: request.index) } }
                 for request in targets {
                     var error = error
                     error.url = request.request.url
-                    record(request.index, .failure(error))
+                    record(&state, request.index, .failure(error))
                 }
             case .success(let ids):
                 for (request, id) in zip(targets, ids) { request.didSubmit(id: id) }
-                return true
             }
         }
-        return false
     }
 
-    /// Hands this pass's results over, and ends the sequence after the last.
-    private func flush() {
-        if !pending.isEmpty {
-            output.yield(pending)
-            pending.removeAll(keepingCapacity: true)
+    /// A request that cannot take the fast path, as a task; its result comes
+    /// back through ``taskDidFinish(_:)`` (which waits for the caller's lock).
+    private func startTask(_ request: Request, index: Int) -> BatchTaskRequest {
+        let session = self.session
+        let options = self.options
+        return BatchTaskRequest(Task { [self] in
+            taskDidFinish(await session.batchResult(request, index: index, options: options))
+        })
+    }
+
+    /// Hands the results so far over, and ends the sequence after the last.
+    private func flush(_ state: inout State) {
+        if !state.pending.isEmpty {
+            output.yield(state.pending)
+            state.pending.removeAll(keepingCapacity: true)
         }
-        if delivered == requests.count {
+        let noMore = state.source == nil || cancelled.load(ordering: .sequentiallyConsistent)
+        if noMore && state.inFlight == 0 && !state.ended {
+            state.ended = true
             output.finish()
+            demand?.setOnCredit(nil)
             inEngine.withLock { $0.removeAll() }
             session.engine.pass.registry.remove(self)
         }
