@@ -43,6 +43,7 @@ struct EngineBridgeTests {
         }
 
         override func engineDidFinish(_ result: EngineResult) {
+            result.discardBody()   // the body is the target's to free
             let r = result.pointer.pointee
             seen.withLock {
                 $0.status = Int(r.http_status)
