@@ -3,6 +3,9 @@ import PackageDescription
 
 let package = Package(
     name: "Transfer",
+    // Linux only: the engine needs epoll, eventfd, timerfd and netlink (docs/PLATFORMS.md).
+    // macOS is named so that a Mac build stops on the engine's one clear message (in
+    // ct_types.h), not on availability errors in the Swift layer.
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Transfer", targets: ["Transfer"]),
