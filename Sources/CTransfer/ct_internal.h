@@ -420,6 +420,18 @@ void cti_cookies_done(struct cti_transfer *t);
 long cti_proxy_refusal(struct cti_transfer *t, CURLcode cc);
 void cti_proxy_free(struct cti_proxy *p);
 
+/* --- ct_journal_format.c ----------------------------------------------- */
+
+/* A descriptor of the directory that holds `path` (to fsync a rename in
+ * it), or -1 with errno set. */
+int cti_open_parent_dir(const char *path);
+
+/* Write `len` bytes of `text` to `tmp_path` (a fresh file, never through a
+ * symlink), fsync it, rename it over `path` and fsync the directory
+ * `dir_fd`. Any thread. Returns 0, or an errno with `*what` set. */
+int cti_replace_file(const char *path, const char *tmp_path, int dir_fd,
+                     const char *text, size_t len, const char **what);
+
 /* --- ct_journal.c ------------------------------------------------------ */
 
 struct cti_journal;
