@@ -22,6 +22,8 @@ let package = Package(
         // The engine: libcurl multi + epoll event loop, sinks, counters, TLS.
         .target(
             name: "CTransfer",
+            // Test hooks (the trust probe, the file-work gates) exist in debug builds only.
+            cSettings: [.define("CT_TEST_HOOKS", .when(configuration: .debug))],
             linkerSettings: [
                 .linkedLibrary("curl"),
                 .linkedLibrary("ssl"),
