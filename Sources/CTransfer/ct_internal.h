@@ -35,7 +35,7 @@
 /* OpenSSL's read buffer on bulk TLS connections (ct_tls_read.c): one
  * recv() brings up to four 16 KiB records. */
 #define CTI_TLS_READ_AHEAD (64u * 1024u)
-/* Limits (issue 11): memory and disk follow the bytes that really came,
+/* Limits: memory and disk follow the bytes that really came,
  * never what the server announced. */
 #define CTI_MEM_FIRST_RESERVE (1u << 20)    /* memory sink, from a length */
 #define CTI_PREALLOC_FIRST ((int64_t)16 << 20)  /* file, first reservation */
@@ -118,7 +118,7 @@ void cti_sink_free(struct cti_sink *sink);
 
 /* --- ct_worker.c ------------------------------------------------------ */
 
-/* Blocking file work off the loop thread (issue 12). `run` runs on the
+/* Blocking file work off the loop thread. `run` runs on the
  * worker, `done` on the loop thread afterwards; whoever queued the job
  * owns its memory and keeps what `run` uses out of reach until `done`. */
 struct cti_job {

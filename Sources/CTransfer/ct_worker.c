@@ -1,5 +1,5 @@
 /*
- * ct_worker.c - a thread for the loop's blocking file work (issue 12).
+ * ct_worker.c - a thread for the loop's blocking file work.
  *
  * The loop thread never waits on the disk: work that may (fsync, rename,
  * a directory fsync at commit; the first journal and the digest of a
