@@ -160,13 +160,21 @@ final class BodyFeed: @unchecked Sendable {
         condition.withLock { failure ?? (cancelled ? CancellationError() : nil) }
     }
 
+    /// The producer waits for the reader to make room (for tests).
+    var isWaitingForSpace: Bool { condition.withLock { spaceWaiter != nil } }
+    /// A reader waits for the producer (for tests).
+    var isReaderWaiting: Bool { condition.withLock { readerWaiting } }
+    private var readerWaiting = false
+
     /// Reader thread: blocks until bytes, the end, a failure or cancellation.
     /// Returns the count copied, 0 at the end, -1 on failure or cancellation.
     func read(into target: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         condition.lock()
         while buffered == 0 && !ended && failure == nil && !cancelled {
+            readerWaiting = true
             condition.wait()
         }
+        readerWaiting = false
         if cancelled || (buffered == 0 && failure != nil) {
             condition.unlock()
             return -1

@@ -50,6 +50,12 @@ struct HTTPTypesInteropTests {
         #expect(back == headers)
         #expect(back.values(for: "set-cookie") == ["a=1", "b=2"])
 
+        // A request's repeated name keeps all its fields when merged over the session's.
+        let session = HTTPHeaders([("Set-Cookie", "session"), ("Accept", "*/*")])
+        let merged = session.merging(back)
+        #expect(merged.values(for: "set-cookie") == ["a=1", "b=2"])
+        #expect(merged.values(for: "accept") == ["text/plain"])
+
         // A name that is not a token cannot be an HTTPField: it is left out.
         let odd = HTTPHeaders([("Bad Name", "x"), ("Good", "y")])
         #expect(HTTPFields(odd).map(\.name.rawName) == ["Good"])

@@ -93,11 +93,12 @@ struct TransferClientTransportTests {
         let count = 6 << 20
         let piece = 64 << 10
         let (chunks, continuation) = AsyncThrowingStream.makeStream(of: ArraySlice<UInt8>.self)
+        let all = [UInt8](TestServer.bytes(seed: 42, count: count))
         let producer = Task {
             var offset = 0
             while offset < count {
                 let size = min(piece, count - offset)
-                continuation.yield(ArraySlice(TestServer.bytes(seed: 42, offset: offset, count: size)))
+                continuation.yield(all[offset..<offset + size])
                 offset += size
             }
             continuation.finish()
@@ -262,5 +263,56 @@ struct TransferClientTransportTests {
                 #expect(compiledLines.contains(trimmed), "not compiled: \(trimmed)")
             }
         }
+    }
+
+    @Test("a streamed request body is read ahead by at most the buffer: the producer waits for the reader")
+    func requestBodyBackpressure() async throws {
+        let feed = BodyFeed(capacity: 100)
+        let pushed = Locked(0)
+        let producer = Task {
+            for _ in 0..<3 {
+                guard await feed.push(ArraySlice(repeating: 7, count: 60)) else { return }
+                pushed.withLock { $0 += 1 }
+            }
+            feed.finish(failure: nil)
+        }
+        // 60 bytes fit; the second push fills the buffer past 100 and waits.
+        try await Wait.until("the producer to wait for space", timeout: .seconds(10)) {
+            feed.isWaitingForSpace && pushed.withLock { $0 } == 1
+        }
+        var scratch = [UInt8](repeating: 0, count: 30)
+        #expect(scratch.withUnsafeMutableBufferPointer { feed.read(into: $0.baseAddress!, maxLength: 30) } == 30)
+        // 90 bytes left: below the mark, the producer goes on, and waits again after its third push.
+        try await Wait.until("the producer to push again and wait", timeout: .seconds(10)) {
+            pushed.withLock { $0 } == 2 && feed.isWaitingForSpace
+        }
+        var total = 30
+        scratch = [UInt8](repeating: 0, count: 64)
+        while true {
+            let count = scratch.withUnsafeMutableBufferPointer { feed.read(into: $0.baseAddress!, maxLength: 64) }
+            #expect(count >= 0)
+            if count <= 0 { break }
+            total += count
+        }
+        await producer.value
+        #expect(total == 180)
+        #expect(pushed.withLock { $0 } == 3)
+    }
+
+    @Test("cancelling a request body feed fails a blocked read and ends the producer")
+    func requestBodyCancel() async throws {
+        let feed = BodyFeed(capacity: 100)
+        let readResult = Locked<Int?>(nil)
+        let reader = Thread {
+            var scratch = [UInt8](repeating: 0, count: 16)
+            let count = scratch.withUnsafeMutableBufferPointer { feed.read(into: $0.baseAddress!, maxLength: 16) }
+            readResult.withLock { $0 = count }
+        }
+        reader.start()
+        try await Wait.until("the reader to block", timeout: .seconds(10)) { feed.isReaderWaiting }
+        feed.cancel()
+        try await Wait.until("the read to fail", timeout: .seconds(10)) { readResult.withLock { $0 } == -1 }
+        #expect(await feed.push([1, 2, 3]) == false)
+        #expect(feed.streamError is CancellationError)
     }
 }
