@@ -129,7 +129,11 @@ public struct TransferClientTransport: ClientTransport {
         let response = HTTPTypes.HTTPResponse(head)
         let status = head.statusCode
         if request.method == .head || (100..<200).contains(status) || status == 204 || status == 304 {
-            // Nothing to read: let the transfer finish (or be cancelled) on its own.
+            // No body: wait for the transfer's end (at once), so that its
+            // connection goes back to the pool instead of being cancelled.
+            var iterator = chunks.makeAsyncIterator()
+            while (try? await iterator.next()) != nil {}
+            cleanup.run()
             return (response, nil)
         }
         var length = HTTPBody.Length.unknown

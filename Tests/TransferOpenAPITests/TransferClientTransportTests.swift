@@ -318,4 +318,52 @@ struct TransferClientTransportTests {
         #expect(await feed.push([1, 2, 3]) == false)
         #expect(feed.streamError is CancellationError)
     }
+
+    @Test("a streamed body that can be iterated again is sent again after a 307 redirect")
+    func streamedBodyFollowsRedirect() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        // Limit 0: every body is streamed, even of known length.
+        let transport = TransferClientTransport(session: session, configuration: .init(bufferedRequestBodyLimit: 0))
+        let count = 1 << 20
+        let bytes = [UInt8](TestServer.bytes(seed: 43, count: count))
+        let target = server.url("/upload").absoluteString
+        let path = "/redirect-to?status=307&url=" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+
+        let (response, body) = try await transport.send(
+            HTTPRequest(method: .post, scheme: nil, authority: nil, path: path),
+            body: HTTPBody(bytes), baseURL: server.baseURL, operationID: "upload")
+
+        #expect(response.status == .ok)
+        let reply = try JSONDecoder().decode(
+            TestAPIClient.UploadReply.self, from: try await Data(collecting: try #require(body), upTo: 1 << 16))
+        #expect(reply.length == count)
+        #expect(reply.sha256 == TestServer.sha256(seed: 43, count: count))
+        #expect(server.requests.map(\.path) == ["/redirect-to", "/upload"])
+    }
+
+    @Test("HEAD and 204 answers have no body, and their connection is reused")
+    func bodilessAnswers() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let transport = TransferClientTransport(session: session)
+
+        let (head, headBody) = try await transport.send(
+            HTTPRequest(method: .head, scheme: nil, authority: nil, path: "/bytes/1000"),
+            body: nil, baseURL: server.baseURL, operationID: "head")
+        let (noContent, noContentBody) = try await transport.send(
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/status/204"),
+            body: nil, baseURL: server.baseURL, operationID: "noContent")
+
+        #expect(head.status == .ok)
+        #expect(head.headerFields[.contentLength] == "1000")
+        #expect(headBody == nil)
+        #expect(noContent.status == .noContent)
+        #expect(noContentBody == nil)
+        #expect(server.acceptedConnections == 1)
+    }
 }
