@@ -60,6 +60,13 @@ private func transferError(_ body: () async throws(TransferError) -> Void) async
 
 private func sha256(_ data: Data) -> String { SHA256.hex(Array(data)) ?? "" }
 
+/// An encoder whose output is the same every time (key order), so the bytes sent can be predicted.
+private func sortedEncoder() -> JSONEncoder {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    return encoder
+}
+
 @Suite("Async API: validated and decoded requests")
 struct AsyncValidatedRequestTests {
     @Test("decodable(_:for:) validates and decodes JSON in one call, on the fast path")
@@ -178,10 +185,11 @@ struct AsyncBodyTests {
         let session = try SessionManager()
         defer { session.invalidateAndCancel() }
         let login = Login(user: "ada", password: "secret", remember: true)
-        let expected = try JSONEncoder().encode(login)
+        let expected = try sortedEncoder().encode(login)
 
         let echo = try await bounded("JSON POST") {
-            try await session.decodable(Echo.self, for: Request(url: server.url("/echo")).withJSONBody(login))
+            try await session.decodable(Echo.self,
+                                        for: Request(url: server.url("/echo")).withJSONBody(login, encoder: sortedEncoder()))
         }
 
         #expect(echo.method == "POST")
@@ -199,7 +207,7 @@ struct AsyncBodyTests {
         let login = Login(user: "a d&a", password: "s=cret", remember: false)
         let request = Request(url: server.url("/echo"))
         let formRequest = try request.withFormBody(login)
-        let jsonRequest = try request.withJSONBody(login)
+        let jsonRequest = try request.withJSONBody(login, encoder: sortedEncoder())
         guard case .data(let expectedForm) = try #require(formRequest.body) else {
             Issue.record("the form body is not in memory")
             return
@@ -215,7 +223,7 @@ struct AsyncBodyTests {
         #expect(formEcho.body_sha256 == sha256(expectedForm))
         #expect(String(decoding: expectedForm, as: UTF8.self).contains("user=a%20d%26a"))
         #expect(jsonEcho.headers["content-type"] == "application/json")
-        #expect(jsonEcho.body_sha256 == sha256(try JSONEncoder().encode(login)))
+        #expect(jsonEcho.body_sha256 == sha256(try sortedEncoder().encode(login)))
     }
 
     @Test("an HTTPSessionManager with a form serializer POSTs JSON per call")
@@ -226,14 +234,14 @@ struct AsyncBodyTests {
         defer { api.session.invalidateAndCancel() }
         let login = Login(user: "ada", password: "secret", remember: true)
 
-        let json = try await bounded("JSON POST") { try await api.post("echo", json: login, as: Echo.self) }
+        let json = try await bounded("JSON POST") { try await api.post("echo", json: login, as: Echo.self, encoder: sortedEncoder()) }
         let form = try await bounded("form POST") {
             try await api.post("echo", parameters: ["user": "ada"], as: Echo.self)
         }
 
         #expect(json.method == "POST")
         #expect(json.headers["content-type"] == "application/json")
-        #expect(json.body_sha256 == sha256(try JSONEncoder().encode(login)))
+        #expect(json.body_sha256 == sha256(try sortedEncoder().encode(login)))
         #expect(form.headers["content-type"] == "application/x-www-form-urlencoded")
         #expect(form.body_length == "user=ada".utf8.count)
     }
