@@ -316,12 +316,14 @@ struct AsyncDownloadTests {
             return seen
         }
         let (file, response) = try await bounded("the download") { try await download.value }
+        let again = try await bounded("the result, awaited again") { await download.result }
 
         #expect(response.statusCode == 200)
         #expect(file == destination)
         #expect(try FileDigest.sha256(of: file) == TestServer.sha256(seed: 11, count: size))
         #expect(seen.last == Int64(size))
         #expect(seen == seen.sorted())
+        #expect((try? again.get())?.url == destination)
     }
 
     @Test("cancel with resume data, then download(resumingWith:to:) continues with Range and is exact")

@@ -83,6 +83,17 @@ public final class AsyncDownload: Sendable {
         }
     }
 
+    /// ``value`` as a `Result`, which never throws (Alamofire's `result`).
+    public var result: Result<(url: URL, response: HTTPResponse), TransferError> {
+        get async {
+            do throws(TransferError) {
+                return .success(try await value)
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
     /// Cancels the download.
     public func cancel() {
         task.cancel()
