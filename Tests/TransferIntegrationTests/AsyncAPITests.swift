@@ -146,9 +146,26 @@ struct AsyncValidatedRequestTests {
             }
         }
 
+        // "status 200\n" as text/plain: refused by type by default; with any type
+        // accepted it passes validation and the decoder refuses it instead.
+        let refused = try await bounded("decodable of a plain-text body") {
+            await transferError { () async throws(TransferError) in
+                _ = try await session.decodable(Int.self, for: Request(url: server.url("/status/200")))
+            }
+        }
+        let undecodable = try await bounded("decodable of a plain-text body, any type accepted") {
+            await transferError { () async throws(TransferError) in
+                _ = try await session.decodable(Int.self, for: Request(url: server.url("/status/200")),
+                                                acceptableContentTypes: nil)
+            }
+        }
+
         #expect(response.statusCode == 404)
         #expect(data == Data("status 404\n".utf8))
         #expect(wrongType?.code == .unacceptableContentType)
+        #expect(refused?.code == .unacceptableContentType)
+        #expect(undecodable?.code == .serializationFailed)
+        #expect(undecodable?.underlyingError is DecodingError)
         #expect(badStatus?.code == .unacceptableStatusCode)
         #expect(badStatus?.httpStatus == 503)
     }

@@ -45,13 +45,17 @@ extension SessionManager {
     ///     for a JSON body.
     ///   - decoder: The decoder for the body.
     ///   - acceptableStatusCodes: The statuses that pass; others throw without decoding.
+    ///   - acceptableContentTypes: The MIME types a non-empty body may have
+    ///     (add `application/problem+json` and the like here); nil accepts any.
     /// - Throws: as ``value(for:using:)``; an empty body decodes only as an `Optional`.
     public func decodable<T: Decodable & Sendable>(
         _ type: T.Type = T.self, for request: Request, decoder: JSONDecoder = JSONDecoder(),
-        acceptableStatusCodes: IndexSet = ResponseValidation.successStatusCodes
+        acceptableStatusCodes: IndexSet = ResponseValidation.successStatusCodes,
+        acceptableContentTypes: Set<String>? = JSONResponseSerializer.defaultContentTypes
     ) async throws(TransferError) -> T {
         var serializer = DecodableResponseSerializer(type, decoder: decoder)
         serializer.acceptableStatusCodes = acceptableStatusCodes
+        serializer.acceptableContentTypes = acceptableContentTypes
         return try await value(for: request, using: serializer)
     }
 
@@ -75,7 +79,7 @@ extension SessionManager {
     /// Uploads `form` as a streamed `multipart/form-data` body and returns
     /// the response body (Alamofire's `upload(multipartFormData:to:)`).
     /// A GET request is sent as POST. Status codes are not checked: decode
-    /// with ``decodable(_:for:decoder:acceptableStatusCodes:)`` and
+    /// with ``decodable(_:for:decoder:acceptableStatusCodes:acceptableContentTypes:)`` and
     /// `Request.withMultipartBody(_:)` to validate.
     ///
     /// - Throws: ``TransferError``: an invalid part or boundary
