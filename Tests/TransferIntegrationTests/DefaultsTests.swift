@@ -37,8 +37,8 @@ struct DefaultsTests {
         defer { server.stop() }
         let manager = try HTTPSessionManager(baseURL: server.baseURL)
         defer { manager.invalidateAndCancel() }
-        _ = try await manager.get("/bytes/8?seed=4")
-        #expect(try agent(server, "/bytes/8?seed=4") == expectedAgent)
+        _ = try await manager.get("/json?n=4")
+        #expect(try agent(server, "/json?n=4") == expectedAgent)
     }
 
     @Test("a User-Agent of the session or of the request wins; an empty one sends none")
