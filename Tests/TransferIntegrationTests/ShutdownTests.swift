@@ -50,6 +50,42 @@ struct ShutdownTests {
         #expect(session.isInvalid)
     }
 
+    /// The race of a Swift task that calls `data(for:)` after the batch was
+    /// made: a batch over tasks (the session has a hook) starts each request
+    /// from its own Swift task. With one request at a time, the second and
+    /// third start after the invalidation whatever the interleaving: the first
+    /// is held at the gate until then.
+    @Test("a batch made before finishTasksAndInvalidate() runs every request, even those started after it")
+    func batchMadeBeforeInvalidationRuns() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        var hooks = SessionHooks()
+        hooks.taskDidComplete = { _, _, _ in }
+        session.hooks = hooks
+        let requests = (0..<3).map { Request(url: server.url("/hold/100?gate=batch&seed=\($0)")) }
+
+        let results = session.results(for: requests, options: BatchOptions(maxConcurrentRequests: 1))
+        session.finishTasksAndInvalidate()
+        await #expect(throws: TransferError.self) {
+            _ = try await session.data(for: Request(url: server.url("/bytes/10")))
+        }
+        server.openGate("batch")
+
+        var statuses: [Int: Int] = [:]
+        for await element in results {
+            switch element.result {
+            case .success(let (data, response)):
+                statuses[element.index] = response.statusCode
+                #expect(data == TestServer.bytes(seed: UInt64(element.index), count: 100))
+            case .failure(let error):
+                Issue.record("request \(element.index) failed: \(error)")
+            }
+        }
+        #expect(statuses == [0: 200, 1: 200, 2: 200])
+        await session.waitUntilInvalid()
+    }
+
     @Test("a task created before finishTasksAndInvalidate() and resumed after it runs to completion")
     func taskCreatedBeforeInvalidationRuns() async throws {
         let server = try TestServer()

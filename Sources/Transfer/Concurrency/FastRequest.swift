@@ -65,7 +65,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         if Task.isCancelled || isCancelled {
             return resume(.failure(TransferError(.cancelled, "cancelled", url: request.url)))
         }
-        guard session.engine.pass.registry.admit(self) else {
+        guard session.engine.pass.registry.admit(self, late: SessionAdmission.admits(session)) else {
             return resume(.failure(SessionManager.invalidatedError(url: request.url)))
         }
         let strings = CStrings()

@@ -75,10 +75,12 @@ final class FastRegistry: Sendable {
         var onDrained: (@Sendable () -> Void)?
     }
 
-    /// Registers `work`; false once the session was invalidated.
-    func admit(_ work: any FastCancellable) -> Bool {
+    /// Registers `work`; false once the session was invalidated, unless
+    /// `late` (`work` belongs to something admitted before: a batch) and
+    /// work is still in flight (which that batch is).
+    func admit(_ work: any FastCancellable, late: @autoclosure () -> Bool = false) -> Bool {
         state.withLock { state in
-            guard !state.closed else { return false }
+            guard !state.closed || (!state.live.isEmpty && late()) else { return false }
             state.live[ObjectIdentifier(work)] = work
             return true
         }

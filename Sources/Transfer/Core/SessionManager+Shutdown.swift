@@ -136,3 +136,18 @@ final class Latch: Sendable {
         }
     }
 }
+
+/// Work the session admitted before it was invalidated and that starts its
+/// requests later, from another Swift task (a batch over tasks): while this
+/// names the session, its requests are let through an invalidation, as the
+/// requests of a batch on the fast path are.
+enum SessionAdmission {
+    /// The session (its `ObjectIdentifier`) that admitted the running work.
+    @TaskLocal static var session: ObjectIdentifier?
+
+    /// Whether the running Swift task does work `session` admitted before
+    /// it was invalidated. Read only on the refusal path.
+    static func admits(_ session: SessionManager) -> Bool {
+        Self.session == ObjectIdentifier(session)
+    }
+}

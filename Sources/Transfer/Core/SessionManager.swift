@@ -232,7 +232,8 @@ public final class SessionManager: Sendable {
 
     func register<T: TransferTask>(_ task: T) -> T {
         let (invalidated, description) = state.withLock { state -> (Bool, String?) in
-            guard !state.invalidated else { return (true, nil) }
+            // A request of work admitted before the invalidation (a batch) still runs.
+            guard !state.invalidated || SessionAdmission.admits(self) else { return (true, nil) }
             state.tasks[task.taskIdentifier] = task
             return (false, state.taskDescriptionForTasks)
         }
