@@ -7,7 +7,7 @@ let package = Package(
     products: [
         .library(name: "Transfer", targets: ["Transfer"]),
         .library(name: "TransferTerminal", targets: ["TransferTerminal"]),
-        // Opt-in: a session as a swift-service-lifecycle `Service` (docs/LIFECYCLE.md).
+        // Opt-in: a session as a swift-service-lifecycle `Service` (README, "Lifecycle").
         // Consumers of `Transfer` alone do not build swift-service-lifecycle.
         .library(name: "TransferServiceLifecycle", targets: ["TransferServiceLifecycle"]),
         .executable(name: "transfer", targets: ["TransferCLI"]),

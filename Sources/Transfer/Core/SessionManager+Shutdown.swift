@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 
 // Lifecycle in async form: `shutdown()` and `waitUntilInvalid()`
-// (docs/LIFECYCLE.md). Built on invalidation (SessionManager+Invalidation.swift).
+// (README, "Lifecycle"). Built on invalidation (SessionManager+Invalidation.swift).
 
 extension SessionManager {
     /// Shuts the session down and returns once everything it held is released.

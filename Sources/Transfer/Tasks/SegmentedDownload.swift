@@ -317,7 +317,8 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         }
         if options.maximumFileSize > 0 && length > options.maximumFileSize {
             fail(TransferError(.responseTooLarge, "the announced file (\(length) bytes) is larger than the limit of "
-                + "\(options.maximumFileSize) bytes (DownloadOptions.maximumFileSize); raise it to accept larger responses",
+                + "\(options.maximumFileSize) bytes (DownloadOptions.maximumFileSize); "
+                + "raise it to accept larger responses",
                 url: request.url))
             return
         }
