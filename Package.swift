@@ -10,6 +10,9 @@ let package = Package(
     products: [
         .library(name: "Transfer", targets: ["Transfer"]),
         .library(name: "TransferTerminal", targets: ["TransferTerminal"]),
+        // Opt-in: a session as a swift-service-lifecycle `Service` (README, "Lifecycle").
+        // Consumers of `Transfer` alone do not build swift-service-lifecycle.
+        .library(name: "TransferServiceLifecycle", targets: ["TransferServiceLifecycle"]),
         .executable(name: "transfer", targets: ["TransferCLI"]),
         // Interop with swift-http-types (docs/INTEGRATIONS.md); `Transfer` alone never builds it.
         .library(name: "TransferHTTPTypes", targets: ["TransferHTTPTypes"]),
@@ -18,7 +21,9 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // 1.16.2: LogHandler's `log(event:)` (the flat `log(level:message:...)` is deprecated).
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         // `swift package generate-documentation` (the DocC catalog, scripts/test.sh).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // Only for the TransferHTTPTypes and TransferOpenAPI products.
@@ -42,6 +47,13 @@ let package = Package(
         .target(
             name: "Transfer",
             dependencies: ["CTransfer", .product(name: "Logging", package: "swift-log")]),
+        // A session as a swift-service-lifecycle `Service`: a `ServiceGroup` shuts it down gracefully.
+        .target(
+            name: "TransferServiceLifecycle",
+            dependencies: [
+                "Transfer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // Terminal widgets bound to tasks: progress bar, percent label, spinner.
         .target(name: "TransferTerminal", dependencies: ["Transfer"]),
         // The `transfer` command (docs/CLI.md), on the public API of Transfer only.
@@ -82,6 +94,14 @@ let package = Package(
         // Proves the test fixtures themselves (servers, nginx, certificates), not the library.
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer", "TestSupport"]),
+        // SessionService in a real ServiceGroup, over loopback sockets.
+        .testTarget(
+            name: "TransferServiceLifecycleTests",
+            dependencies: [
+                "TransferServiceLifecycle", "Transfer", "TestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Imports Transfer and HTTPTypes side by side (names that collide) and the conversions.
         .testTarget(
             name: "TransferHTTPTypesTests",

@@ -525,6 +525,8 @@ struct ct_loop {
   int closing;
   int stop_requested;            /* under lock: ct_loop_destroy was called */
   int free_on_exit;              /* destroyed from its own thread */
+  int joined;                    /* ct_loop_stop ended the thread and closed
+                                    the connections; destroy frees the rest */
 
   int run_timeout_now;
   int64_t curl_deadline;         /* monotonic ms of curl's timeout; -1 */

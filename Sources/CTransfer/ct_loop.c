@@ -437,12 +437,49 @@ fail:
   return rc;
 }
 
+/* What a joined loop no longer needs: its connections (and their
+ * sockets), the DNS and TLS-session cache, epoll and the rate timer. The
+ * eventfd, the worker, the lock and the TLS state stay until
+ * loop_free: commands refused after the stop still take the lock. */
+static void release_network(struct ct_loop *loop)
+{
+  while(loop->easy_pool_count > 0)
+    curl_easy_cleanup(loop->easy_pool[--loop->easy_pool_count]);
+  if(loop->multi)
+    curl_multi_cleanup(loop->multi);
+  loop->multi = NULL;
+  if(loop->share)
+    curl_share_cleanup(loop->share);
+  loop->share = NULL;
+  if(loop->epfd >= 0)
+    close(loop->epfd);
+  loop->epfd = -1;
+  cti_rate_close(loop);
+}
+
+void ct_loop_stop(struct ct_loop *loop)
+{
+  uint64_t one = 1;
+  if(!loop || !loop->thread_started || loop->joined ||
+     pthread_equal(pthread_self(), loop->thread))
+    return;
+  pthread_mutex_lock(&loop->lock);
+  loop->stop_requested = 1;
+  pthread_mutex_unlock(&loop->lock);
+  while(write(loop->eventfd, &one, sizeof(one)) < 0 && errno == EINTR)
+    ;
+  if(pthread_join(loop->thread, NULL) != 0)
+    return;
+  loop->joined = 1;
+  release_network(loop);
+}
+
 void ct_loop_destroy(struct ct_loop *loop)
 {
   uint64_t one = 1;
   if(!loop)
     return;
-  if(!loop->thread_started) {
+  if(!loop->thread_started || loop->joined) {
     loop_free(loop);
     return;
   }

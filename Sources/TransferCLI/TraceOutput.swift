@@ -84,10 +84,8 @@ struct TraceLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt)
-    {
-        guard level == .trace else { return }
-        sink.line(message.description)
+    func log(event: LogEvent) {
+        guard event.level == .trace else { return }
+        sink.line(event.message.description)
     }
 }

@@ -64,9 +64,7 @@ struct StderrLineLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt)
-    {
-        Terminal.note(Terminal.printable(message.description))
+    func log(event: LogEvent) {
+        Terminal.note(Terminal.printable(event.message.description))
     }
 }

@@ -72,6 +72,48 @@ struct LoopLifecycleTests {
         #expect(ProcessResources.threads() <= threadsBefore)
     }
 
+    /// (The descriptor and thread counts are the process's: other tests of
+    /// this suite run beside it, so they are not checked here.)
+    @Test("ct_loop_stop finishes every transfer before it returns; later commands are refused; destroy frees the rest")
+    func stopReleasesBeforeDestroy() throws {
+        let log = FinishLog()
+        var config = makeConfig(log)
+        var loop: OpaquePointer?
+        #expect(ct_loop_create(&config, &loop) == CT_OK)
+        var ids: [UInt64] = []
+        for tag in 0..<20 {
+            var spec = ct_transfer_spec()
+            ct_transfer_spec_init(&spec)
+            let submitted = "http://127.0.0.1:9/never".withCString { url -> ct_code in
+                spec.url = url
+                var id: UInt64 = 0
+                let box = Unmanaged.passRetained(FinishEntry(log: log, tag: UInt64(tag)))
+                let code = ct_loop_submit(loop!, &spec, box.toOpaque(), &id)
+                if code != CT_OK { box.release() } else { ids.append(id) }
+                return code
+            }
+            #expect(submitted == CT_OK)
+        }
+
+        ct_loop_stop(loop!)
+
+        // Every transfer finished once, on the thread that has now ended.
+        #expect(log.done.load(ordering: .relaxed) == 20)
+        #expect(log.codes.withLock { $0.values.allSatisfy { $0 == [CT_E_CANCELLED] } })
+        // Commands after the stop are refused, not run on freed memory.
+        var spec = ct_transfer_spec()
+        ct_transfer_spec_init(&spec)
+        let late = "http://127.0.0.1:9/late".withCString { url -> ct_code in
+            spec.url = url
+            var id: UInt64 = 0
+            return ct_loop_submit(loop!, &spec, nil, &id)
+        }
+        #expect(late == CT_E_SHUTDOWN)
+        #expect(ct_loop_cancel(loop!, ids[0], 0) == CT_E_SHUTDOWN)
+        ct_loop_stop(loop!)   // a second stop does nothing
+        ct_loop_destroy(loop)
+    }
+
     @Test("shutdown finishes every queued transfer exactly once, as cancelled")
     func shutdownFinishesEverything() throws {
         let log = FinishLog()

@@ -33,10 +33,10 @@ private struct CapturingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt)
-    {
-        store.add(Record(level: level, message: message.description, metadata: metadata ?? [:]))
+    func log(event: LogEvent) {
+        // The logger's own metadata (a request id) and the record's, as a handler merges them.
+        let merged = self.metadata.merging(event.metadata ?? [:]) { $1 }
+        store.add(Record(level: event.level, message: event.message.description, metadata: merged))
     }
 }
 
@@ -108,33 +108,93 @@ struct LoggingTests {
         #expect(trace.contains { $0.hasPrefix("* ") })
     }
 
-    @Test("a failure is logged at error with its code, from the fast path too; nothing below the level is built")
-    func failureIsAnErrorRecord() async throws {
+    @Test("a failure thrown to the caller is logged at debug, never error; a logger at info gets nothing and keeps the fast path")
+    func failureIsADebugRecord() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
-        let store = RecordStore()
-        let session = try makeSession { $0.logger = logger(.info, into: store) }
-        defer { session.invalidateAndCancel() }
-        #expect(!session.observation.tracesCurl && !session.observation.logsDebug)
-        // A logger at info keeps data(for:) on the fast path, which logs its own failures.
-        #expect(session.usesFastPath)
+        // At info: no record at all, and data(for:) stays on the fast path.
+        let quiet = RecordStore()
+        let fast = try makeSession { $0.logger = logger(.info, into: quiet) }
+        defer { fast.invalidateAndCancel() }
+        #expect(!fast.observation.tracesCurl && !fast.observation.logsDebug)
+        #expect(fast.usesFastPath)
+        await #expect(throws: TransferError.self) {
+            _ = try await fast.data(for: Request(url: server.url("/truncate/4000")))
+        }
+        #expect(quiet.all.isEmpty, "\(quiet.all.map(\.rendered))")
 
-        _ = try await session.data(for: Request(url: server.url("/bytes/1024")))
+        // At debug: the failure is a debug record with its code.
+        let store = RecordStore()
+        let session = try makeSession { $0.logger = logger(.debug, into: store) }
+        defer { session.invalidateAndCancel() }
         var thrown: TransferError?
         do {
             _ = try await session.data(for: Request(url: server.url("/truncate/4000")))
         } catch {
             thrown = error
         }
-
         #expect(thrown?.code == .truncatedResponse)
-        try await Wait.until("the error record") { !store.all.isEmpty }
-        let records = store.all
-        #expect(records.count == 1, "\(records.map(\.rendered))")
-        let record = try #require(records.first)
-        #expect(record.level == .error)
+        try await Wait.until("the failure record") { store.all.contains { $0.metadata["transfer.error"] != nil } }
+        let record = try #require(store.all.first { $0.metadata["transfer.error"] != nil })
+        #expect(record.level == .debug)
         #expect(record.metadata["transfer.error"] == "truncatedResponse")
         #expect(record.message.contains("truncatedResponse"))
+        #expect(!store.all.contains { $0.level >= .warning }, "\(store.all.map(\.rendered))")
+    }
+
+    @Test("a request's own logger gets every record of that request, with its request-id metadata; the session's gets none")
+    func perRequestLogger() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let sessionStore = RecordStore()
+        let session = try makeSession { $0.logger = logger(.debug, into: sessionStore) }
+        defer { session.invalidateAndCancel() }
+        let requestStore = RecordStore()
+        var requestLogger = logger(.trace, into: requestStore)
+        requestLogger[metadataKey: "request-id"] = "req-42"
+
+        // A redirect, a success, and the trace: every line of the request.
+        var request = Request(url: server.url("/redirect-to?url=/bytes/64"),
+                              headers: ["Authorization": "Bearer S3CRET-REQUEST"])
+        request.logger = requestLogger
+        #expect(request == Request(url: request.url, headers: request.headers), "a logger is not part of equality")
+        let (_, response) = try await session.data(for: request)
+        #expect(response.statusCode == 200)
+        try await Wait.until("the completion record") {
+            requestStore.all.contains { $0.message.hasPrefix("completed 200") }
+        }
+        let records = requestStore.all
+        #expect(records.contains { $0.message.hasPrefix("start GET") })
+        #expect(records.contains { $0.message.hasPrefix("redirect 302") })
+        #expect(records.contains { $0.level == .trace })
+        for record in records {
+            #expect(record.metadata["request-id"] == "req-42", "\(record.rendered)")
+        }
+        #expect(leaks(requestStore, ["S3CRET-REQUEST"]).isEmpty, "\(leaks(requestStore, ["S3CRET-REQUEST"]))")
+        #expect(sessionStore.all.isEmpty, "\(sessionStore.all.map(\.rendered))")
+
+        // A failure goes to the request's logger too, at debug.
+        var failing = Request(url: server.url("/truncate/4000"))
+        failing.logger = requestLogger
+        await #expect(throws: TransferError.self) { _ = try await session.data(for: failing) }
+        try await Wait.until("the failure record") {
+            requestStore.all.contains { $0.metadata["transfer.error"] == "truncatedResponse" }
+        }
+        #expect(requestStore.all.allSatisfy { $0.level < .warning })
+        #expect(sessionStore.all.isEmpty)
+    }
+
+    @Test("a request logger at info keeps the request on the fast path; one at debug does not")
+    func requestLoggerAndFastPath() throws {
+        let session = try makeSession()
+        defer { session.invalidateAndCancel() }
+        let store = RecordStore()
+        var request = Request(url: URL(string: "http://127.0.0.1:1/")!)
+        #expect(session.takesFastPath(request))
+        request.logger = logger(.info, into: store)
+        #expect(session.takesFastPath(request))
+        request.logger = logger(.debug, into: store)
+        #expect(!session.takesFastPath(request))
     }
 
     @Test("redirects are logged at debug with where they go; secret query values are redacted everywhere")
@@ -222,8 +282,8 @@ extension LoggingTests {
 
             await #expect(throws: TransferError.self) { try await session.data(for: Request(url: url)) }
 
-            try await Wait.until("the error record") { store.all.contains { $0.level == .error } }
-            let error = try #require(store.all.first { $0.level == .error })
+            try await Wait.until("the error record") { store.all.contains { $0.metadata["transfer.error"] != nil } }
+            let error = try #require(store.all.first { $0.metadata["transfer.error"] != nil })
             #expect(error.message.contains("redirect"), "\(error.message)")
             #expect(leaks(store, secrets).isEmpty, "manual \(manual): \(leaks(store, secrets))")
         }
@@ -241,8 +301,10 @@ extension LoggingTests {
         await #expect(throws: TransferError.self) {
             try await session.data(for: Request(url: secretURL, cachePolicy: .returnCacheDataDontLoad))
         }
-        try await Wait.until("the error record") { store.all.contains { $0.level == .error } }
-        #expect(store.all.contains { $0.level == .error && $0.message.contains("access_token=[redacted]") })
+        try await Wait.until("the error record") { store.all.contains { $0.metadata["transfer.error"] != nil } }
+        #expect(store.all.contains {
+            $0.metadata["transfer.error"] != nil && $0.message.contains("access_token=[redacted]")
+        })
         #expect(leaks(store, secrets).isEmpty, "\(leaks(store, secrets))")
     }
 

@@ -630,6 +630,12 @@ configuration.logger = logger
 let session = try SessionManager(configuration: configuration)
 configuration.logRedaction.headerNames.insert("X-Tenant-Ref")
 configuration.logRedaction.queryParameterNames.insert("ticket")
+var requestLogger = logger
+requestLogger[metadataKey: "request-id"] = "7f3c"
+var request = Request(url: URL(string: "https://example.com/items")!)
+request.logger = requestLogger
+let (body, response) = try await session.data(for: request)
+print(response.statusCode, body.count)
 }
 
 private func doccMetrics() async throws {
@@ -767,6 +773,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 69)
+        #expect(count == 70)
     }
 }

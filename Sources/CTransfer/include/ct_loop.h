@@ -176,6 +176,17 @@ ct_code ct_loop_create(const struct ct_loop_config *_Nonnull config,
 void ct_loop_destroy(struct ct_loop *_Nullable loop);
 
 /**
+ * Stop the loop without freeing it: every transfer still queued or running
+ * finishes exactly once with CT_E_CANCELLED, the thread exits, and the
+ * connections, the DNS cache and the loop's epoll and timer descriptors are
+ * released before it returns. Every later command fails with CT_E_SHUTDOWN
+ * (the loop's memory stays valid for them); ct_loop_destroy() frees the
+ * rest. Blocks until done; from the loop thread itself, or on a loop
+ * already stopped, it does nothing. Not concurrently with ct_loop_destroy().
+ */
+void ct_loop_stop(struct ct_loop *_Nonnull loop);
+
+/**
  * Queue a transfer on the loop. Safe from any thread.
  *
  * On CT_OK, `on_finish` runs exactly once on the loop thread and `ctx`

@@ -60,7 +60,7 @@ final class EngineRoute: EngineTarget, @unchecked Sendable {
     override func engineWillFollowRedirect(status: Int, from: UnsafePointer<CChar>, to location: UnsafePointer<CChar>) {
         let task = owner
         let observation = task.session.observation
-        guard observation.isActive else { return }
+        guard observation.isActive(for: task) else { return }
         observation.task(task, willFollowRedirectFrom: String(cString: from), to: String(cString: location),
                          statusCode: status)
     }

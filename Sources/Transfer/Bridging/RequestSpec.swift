@@ -217,7 +217,14 @@ extension SessionManager {
         let headers = sessionHeaders.merging(request.headers)
         spec.raw.url = UnsafePointer(strings.make(request.url.absoluteString))
         spec.raw.method = UnsafePointer(strings.make(request.method.rawValue))
-        let lines = headers.map { "\($0.name): \($0.value)" }
+        var lines = headers.map { "\($0.name): \($0.value)" }
+        // One default User-Agent for every request of the library (the
+        // command sets its own on each request): `Transfer/<version>`,
+        // unless the session's or the request's headers set one (an empty
+        // value sends none).
+        if !sessionSetsUserAgent && !request.headers.containsUserAgent {
+            lines.append(HTTPRequestSerializer.userAgentLine)
+        }
         if !lines.isEmpty {
             spec.raw.headers = UnsafePointer(strings.makeArray(lines))
             spec.raw.header_count = lines.count
@@ -306,7 +313,7 @@ extension TransferTask {
         }
         spec.count(into: counterBlock)
         if wantsDisposition() { spec.flags.insert(.awaitDisposition) }
-        if session.observation.tracesCurl { spec.flags.insert(.trace) }
+        if session.observation.tracesCurl(self) { spec.flags.insert(.trace) }
         try configure(&spec, strings: strings)
         if let limit = core.withLock({ $0.speedLimit }) {
             spec.maxReceiveSpeed = limit.receive

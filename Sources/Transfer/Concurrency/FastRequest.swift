@@ -65,7 +65,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         if Task.isCancelled || isCancelled {
             return resume(.failure(TransferError(.cancelled, "cancelled", url: request.url)))
         }
-        guard session.engine.pass.registry.admit(self) else {
+        guard session.engine.pass.registry.admit(self, late: SessionAdmission.admits(session)) else {
             return resume(.failure(SessionManager.invalidatedError(url: request.url)))
         }
         let strings = CStrings()
@@ -187,7 +187,6 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             // Rare: the full copy of the result, as the task path makes it.
             var error = result.outcome.error(url: request.url)!
             if error.response == nil { error.response = response }
-            session.observation.fastRequest(request, didFailWith: error, mailbox: session.mailbox)
             value = .failure(error)
         }
         let wantsCompletion = session.observation.wantsCompletions
@@ -286,11 +285,13 @@ extension SessionManager {
     }
 
     /// Whether `request` may skip the task layer: ``usesFastPath``, no body,
-    /// no interceptor and no credential of its own (the task answers 401s),
+    /// no interceptor, no credential of its own (the task answers 401s), no
+    /// logger of its own at debug or below (``Request/logger``),
     /// and no response cache that may answer it or must see its response
     /// (with none configured this costs one nil check).
     func takesFastPath(_ request: Request) -> Bool {
         request.body == nil && request.interceptor == nil && request.credential == nil
+            && request.loggerReference?.logsDebug != true
             && (responseCache == nil || request.method == .head) && usesFastPath
     }
 

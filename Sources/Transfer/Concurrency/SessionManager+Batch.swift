@@ -248,7 +248,19 @@ extension SessionManager {
                             demand: BatchDemand?) -> BatchResults
     {
         let (stream, continuation) = AsyncStream.makeStream(of: [BatchResult].self)
-        let task = Task { await self.runBatchAsTasks(requests, options: options, demand: demand, output: continuation) }
+        // The batch is made now, before the Swift task below runs: admitted
+        // now, its requests run even if the session is invalidated before
+        // they start (and an invalidation waits for them). Refused now, they
+        // fail with sessionInvalidated.
+        let admission = BatchAdmission()
+        let admitted = engine.pass.registry.admit(admission)
+        let task = Task {
+            await SessionAdmission.$session.withValue(admitted ? ObjectIdentifier(self) : nil) {
+                await self.runBatchAsTasks(requests, options: options, demand: demand, output: continuation)
+            }
+            if admitted { self.engine.pass.registry.remove(admission) }
+        }
+        admission.attach(task)
         continuation.onTermination = { termination in
             if case .cancelled = termination { task.cancel() }
         }
@@ -321,6 +333,30 @@ extension SessionManager {
         }
         creditContinuation.finish()
         output.finish()
+    }
+}
+
+/// A batch over tasks, in the session's registry from the moment it is made
+/// until its last request has completed: invalidation waits for it, and
+/// ``SessionManager/invalidateAndCancel()`` cancels it.
+private final class BatchAdmission: FastCancellable {
+    private let state = Protected<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
+
+    /// The Swift task running the batch; cancelled at once if the batch was.
+    func attach(_ task: Task<Void, Never>) {
+        let cancelled = state.withLock { state -> Bool in
+            state.task = task
+            return state.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
     }
 }
 

@@ -130,7 +130,23 @@ final class Engine: Sendable {
     deinit {
         // Finishes every transfer (as cancelled): before returning, or, when
         // the last reference is dropped on the loop thread, right after.
+        // After ``stop()`` it only frees what the stop left.
         ct_loop_destroy(loop)
+    }
+
+    /// Set by the first ``stop()``.
+    private let stopped = Atomic<Bool>(false)
+
+    /// Ends the loop thread and closes its connections now, before the
+    /// engine is freed: every transfer still running finishes as cancelled,
+    /// and later commands fail with `CT_E_SHUTDOWN` (submits with
+    /// ``TransferError/Code/sessionInvalidated``). Blocks until the thread
+    /// has ended; call it off the loop thread (from it, it does nothing).
+    /// Only the first call acts.
+    func stop() {
+        guard stopped.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        ct_loop_stop(loop)
     }
 
     /// Submits a transfer whose engine events go to `target`. On success
@@ -426,10 +442,19 @@ extension Outcome {
     }
 
     /// The public error for a failed outcome (nil on success).
-    func error(url: URL?) -> TransferError? {
+    ///
+    /// - Parameter sizeSetting: The setting that limited the body's size
+    ///   for this transfer, named in a ``TransferError/Code/responseTooLarge``
+    ///   message as the one to raise (as the timeout messages name theirs).
+    func error(url: URL?, sizeSetting: String = "SessionConfiguration.maximumResponseBodySize") -> TransferError? {
         guard code != CT_OK else { return nil }
-        var error = TransferError(Engine.errorCode(for: code), message.isEmpty ? String(cString: ct_code_name(code)) : message,
-                                  url: url)
+        var text = message.isEmpty ? String(cString: ct_code_name(code)) : message
+        if code == CT_E_TOO_LARGE {
+            // The engine's text says which limit: the size, or the decoding ratio.
+            let setting = text.contains("decodes to") ? "SessionConfiguration.maximumDecompressionRatio" : sizeSetting
+            text += " (\(setting)); raise it to accept larger responses"
+        }
+        var error = TransferError(Engine.errorCode(for: code), text, url: url)
         if curlCode != 0 { error.curlCode = curlCode }
         if systemErrno != 0 { error.systemErrno = systemErrno }
         if tlsReason != 0 { error.tlsReason = tlsReason }

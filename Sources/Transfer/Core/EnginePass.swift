@@ -63,37 +63,61 @@ protocol FastCancellable: AnyObject, Sendable {
 
 /// The fast-path work in flight of one session: one lock to enter (which
 /// also refuses work once the session is invalidated), one per loop pass to
-/// leave.
+/// leave. Once closed, it tells ``onDrained`` (once) when the last piece of
+/// work has left: the session's shutdown waits for that.
 final class FastRegistry: Sendable {
     private let state = Protected<State>(State())
 
     private struct State {
         var closed = false
         var live: [ObjectIdentifier: any FastCancellable] = [:]
+        /// Set by ``close(whenDrained:)``; taken when `live` empties.
+        var onDrained: (@Sendable () -> Void)?
     }
 
-    /// Registers `work`; false once the session was invalidated.
-    func admit(_ work: any FastCancellable) -> Bool {
+    /// Registers `work`; false once the session was invalidated, unless
+    /// `late` (`work` belongs to something admitted before: a batch) and
+    /// work is still in flight (which that batch is).
+    func admit(_ work: any FastCancellable, late: @autoclosure () -> Bool = false) -> Bool {
         state.withLock { state in
-            guard !state.closed else { return false }
+            guard !state.closed || (!state.live.isEmpty && late()) else { return false }
             state.live[ObjectIdentifier(work)] = work
             return true
         }
     }
 
     func remove(_ ids: [ObjectIdentifier]) {
-        state.withLock { state in
+        let drained = state.withLock { state -> (@Sendable () -> Void)? in
             for id in ids { state.live.removeValue(forKey: id) }
+            guard state.closed, state.live.isEmpty else { return nil }
+            defer { state.onDrained = nil }
+            return state.onDrained
         }
+        drained?()
     }
 
     func remove(_ work: any FastCancellable) { remove([ObjectIdentifier(work)]) }
 
-    /// Refuses new work from now on; returns what is in flight.
-    func close() -> [any FastCancellable] {
-        state.withLock { state in
+    /// Refuses new work from now on; returns what is in flight. The first
+    /// call's `whenDrained` runs once nothing is left in flight: at once
+    /// (before this returns) when nothing is, else on the thread that removes
+    /// the last piece of work.
+    @discardableResult
+    func close(whenDrained: (@Sendable () -> Void)? = nil) -> [any FastCancellable] {
+        let (live, drained) = state.withLock { state -> ([any FastCancellable], (@Sendable () -> Void)?) in
+            if !state.closed { state.onDrained = whenDrained }
             state.closed = true
-            return Array(state.live.values)
+            guard state.live.isEmpty else { return (Array(state.live.values), nil) }
+            defer { state.onDrained = nil }
+            return ([], state.onDrained)
         }
+        drained?()
+        return live
     }
+
+    /// What is in flight now.
+    var inFlight: [any FastCancellable] { state.withLock { Array($0.live.values) } }
+
+    /// Closed, with nothing in flight.
+    var isDrained: Bool { state.withLock { $0.closed && $0.live.isEmpty } }
 }

@@ -37,6 +37,16 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// The number of fields (a repeated name counts each time).
     public var count: Int { fields.count }
+
+    /// Whether a `User-Agent` field is present (any case), without
+    /// Foundation's case-insensitive compare: every request asks.
+    var containsUserAgent: Bool {
+        fields.contains { field in
+            field.name.utf8.count == 10 && field.name.utf8.elementsEqual("user-agent".utf8) { lhs, rhs in
+                lhs | 0x20 == rhs
+            }
+        }
+    }
     /// Whether there is no field.
     public var isEmpty: Bool { fields.isEmpty }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// An HTTP method; any token is allowed, the common ones have names.
 public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral,
@@ -58,6 +59,26 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
         /// ``TransferError/Code/resourceUnavailable``.
         case returnCacheDataDontLoad
     }
+
+    /// A logger for this request's records instead of the session's
+    /// (``SessionConfiguration/logger``), as AsyncHTTPClient's
+    /// `execute(_:logger:)`: put the request's id in its metadata and every
+    /// record the library emits for this request carries it (start,
+    /// redirects, retries, completion or failure, libcurl's trace at
+    /// `.trace`). Records are redacted as the session's are (``LogRedaction``).
+    ///
+    /// Its level is read when it is set. At info or above it costs nothing
+    /// per request and the request keeps the fast path (see
+    /// ``SessionManager/data(for:)``); at debug or below the request runs as
+    /// a task so that its events can be logged. nil (the default): the
+    /// session's logger. Not part of the request's equality or hash.
+    public var logger: Logger? {
+        get { loggerSlot.reference?.logger }
+        set { loggerSlot.reference = newValue.map(RequestLogger.init) }
+    }
+    /// The logger with its level read once (nil: the session's).
+    var loggerReference: RequestLogger? { loggerSlot.reference }
+    private var loggerSlot = RequestLoggerSlot()
 
     /// The absolute http or https URL to fetch.
     public var url: URL
@@ -148,4 +169,26 @@ public struct BodyStreamProvider: Sendable, Hashable {
     public init(_ makeStream: @escaping @Sendable () -> InputStream?) { self.makeStream = makeStream }
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}
+
+/// Where a request keeps its logger: equal to every other slot, so that a
+/// logger changes neither a request's equality nor its hash (it does not
+/// change what is sent).
+struct RequestLoggerSlot: Sendable, Hashable {
+    var reference: RequestLogger?
+    static func == (lhs: RequestLoggerSlot, rhs: RequestLoggerSlot) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
+}
+
+/// A request's own logger and its level, read once (``Request/logger``).
+final class RequestLogger: Sendable {
+    let logger: Logger
+    let logsDebug: Bool
+    let logsTrace: Bool
+
+    init(_ logger: Logger) {
+        self.logger = logger
+        logsDebug = logger.logLevel <= .debug
+        logsTrace = logger.logLevel == .trace
+    }
 }

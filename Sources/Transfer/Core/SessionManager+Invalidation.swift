@@ -19,8 +19,9 @@ extension SessionManager {
             return Array(state.tasks.values)
         }
         // Requests on the fast path are not tasks: none starts from now on,
-        // and those running are cancelled with the tasks.
-        let fast = engine.pass.registry.close()
+        // and those running are cancelled with the tasks. The session
+        // becomes invalid once they have left too.
+        let fast = engine.pass.registry.close(whenDrained: { [weak self] in self?.notifyIfIdle() })
         guard let pending else { return }
         if cancelPendingTasks {
             for task in pending { task.cancel() }
@@ -72,11 +73,14 @@ extension SessionManager {
     public func finishTasksAndInvalidate() { invalidateSession(cancelPendingTasks: false) }
 
     func notifyIfIdle() {
-        let idle = state.withLock { $0.tasks.isEmpty && !$0.invalidationNotified }
+        let idle = state.withLock {
+            $0.invalidated && $0.tasks.isEmpty && !$0.invalidationNotified && engine.pass.registry.isDrained
+        }
         if idle { notifyInvalidation() }
     }
 
-    /// Once, on the delegate queue, after the last task of an invalidated session.
+    /// Once, on the delegate queue, after the last task (and the last
+    /// fast-path request) of an invalidated session.
     func notifyInvalidation() {
         delegateQueue.async { [self] in
             let claim = state.withLock { state -> (SessionHooks, (any SessionDelegate)?)? in
@@ -89,6 +93,8 @@ extension SessionManager {
             hooks.sessionDidBecomeInvalid?(self, nil)
             delegate?.session(self, didBecomeInvalidWithError: nil)
             NotificationCenter.default.post(name: .transferSessionDidInvalidate, object: self)
+            // Every ``waitUntilInvalid()`` caller, after the hook and the delegate.
+            invalidation.open()
         }
     }
 

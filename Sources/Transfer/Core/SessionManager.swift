@@ -34,7 +34,12 @@ public final class SessionManager: Sendable {
     /// Event monitors and the logger (Observation/EventMonitor+FanOut.swift).
     let observation: SessionObservation
     let state: Protected<State>
+    /// Opened once the session has become invalid (SessionManager+Shutdown.swift).
+    let invalidation = Latch()
     private static let identifiers = Atomic<Int>(0)
+    /// Whether `configuration.httpAdditionalHeaders` sets a User-Agent
+    /// (then no request gets the default one).
+    let sessionSetsUserAgent: Bool
     /// No hook and no delegate: requests may take the fast path (``usesFastPath``).
     let fastPathOpen = Atomic<Bool>(true)
 
@@ -85,6 +90,7 @@ public final class SessionManager: Sendable {
          transferEngine: ((Engine) -> any TransferEngine)?) throws(TransferError)
     {
         self.configuration = configuration
+        sessionSetsUserAgent = configuration.httpAdditionalHeaders.containsUserAgent
         let label = "transfer.session.\(ObjectIdentifier(Self.self).hashValue)"
         delegateQueue = DispatchQueue(label: label + ".delegate")
         cookieStore = configuration.cookieStore.map { $0.isPlaceholder ? CookieStore() : $0 }
@@ -223,7 +229,8 @@ public final class SessionManager: Sendable {
 
     func register<T: TransferTask>(_ task: T) -> T {
         let (invalidated, description) = state.withLock { state -> (Bool, String?) in
-            guard !state.invalidated else { return (true, nil) }
+            // A request of work admitted before the invalidation (a batch) still runs.
+            guard !state.invalidated || SessionAdmission.admits(self) else { return (true, nil) }
             state.tasks[task.taskIdentifier] = task
             return (false, state.taskDescriptionForTasks)
         }
@@ -246,6 +253,7 @@ public final class SessionManager: Sendable {
         let lastAfterInvalidation = state.withLock { state -> Bool in
             state.tasks.removeValue(forKey: task.taskIdentifier)
             return state.invalidated && state.tasks.isEmpty && !state.invalidationNotified
+                && engine.pass.registry.isDrained
         }
         if lastAfterInvalidation { notifyInvalidation() }
     }

@@ -7,8 +7,11 @@ extension SessionConfiguration {
     /// - Debug: each request's start (method, URL without credentials or
     ///   secret query values, headers), every redirect and retry, and its
     ///   completion with status, bytes and time.
-    /// - Error: each failure, with its ``TransferError/Code``
-    ///   (a cancel is logged at debug).
+    /// - Debug too: each failure, with its ``TransferError/Code``. The error
+    ///   is the caller's (thrown or handed to its handler), who decides
+    ///   whether it is one for the service: never logged at error.
+    ///
+    /// A request can carry its own logger instead (``Request/logger``).
     /// - Trace: libcurl's verbose trace (text and header lines, never body
     ///   bytes), one record per line.
     ///

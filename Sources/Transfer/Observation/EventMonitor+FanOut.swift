@@ -17,7 +17,6 @@ final class SessionObservation: Sendable {
     let redaction: LogRedaction
     /// Precomputed from the logger's level (read once, when the session is made).
     let logsDebug: Bool
-    let logsErrors: Bool
     /// libcurl's verbose trace is asked for (``TransferFlags/trace``).
     let tracesCurl: Bool
     /// A monitor that wants the per-task events: requests need tasks then.
@@ -37,7 +36,6 @@ final class SessionObservation: Sendable {
         redaction = settings.redaction
         let level = settings.logger?.logLevel
         logsDebug = level.map { $0 <= .debug } ?? false
-        logsErrors = level.map { $0 <= .error } ?? false
         tracesCurl = level == .trace
         let lifecycle = settings.monitors.filter { $0.interests.contains(.taskLifecycle) }
         monitorsPresent = Atomic(!lifecycle.isEmpty)
@@ -51,12 +49,35 @@ final class SessionObservation: Sendable {
 
     /// Requests must go through the task layer, which reports to the
     /// logger and the monitors: a monitor, or a logger at debug. A logger at
-    /// info to error keeps the fast path: it logs its own failures
-    /// (``fastRequest(_:didFailWith:mailbox:)``), the only events it gets.
+    /// info or above keeps the fast path: it gets no per-request record
+    /// (failures are the caller's to judge, and are logged at debug).
     var blocksFastPath: Bool { logsDebug || monitorsPresent.load(ordering: .relaxed) }
 
-    /// Someone wants lifecycle events: a monitor, or a logger at debug.
+    /// Someone wants lifecycle events of some task: a monitor, or a logger at
+    /// debug (the session's; a request's own logger: ``isActive(for:)``).
     var isActive: Bool { logsDebug || monitorsPresent.load(ordering: .relaxed) }
+
+    /// Someone wants the lifecycle events of `task`: a monitor, or the
+    /// logger of its lines (``logger(for:)``) at debug.
+    func isActive(for task: TransferTask) -> Bool {
+        logsDebug(task) || monitorsPresent.load(ordering: .relaxed)
+    }
+
+    /// The logger of `task`'s lines: its request's own (``Request/logger``),
+    /// else the session's.
+    func logger(for task: TransferTask) -> Logger? {
+        task.originalRequest.loggerReference?.logger ?? logger
+    }
+
+    /// Whether the logger of `task`'s lines is at debug or below.
+    func logsDebug(_ task: TransferTask) -> Bool {
+        task.originalRequest.loggerReference.map(\.logsDebug) ?? logsDebug
+    }
+
+    /// Whether libcurl's trace is wanted for `task` (its logger at trace).
+    func tracesCurl(_ task: TransferTask) -> Bool {
+        task.originalRequest.loggerReference.map(\.logsTrace) ?? tracesCurl
+    }
 
     /// Some monitor wants ``EventMonitor/requestDidComplete(_:)`` (every monitor does).
     var wantsCompletions: Bool { completionsWanted.load(ordering: .relaxed) }
@@ -108,31 +129,31 @@ final class SessionObservation: Sendable {
 
     /// For request adapters (interceptors): the request went out as `result`.
     func task(_ task: TransferTask, didAdapt request: Request, result: Result<Request, TransferError>) {
-        guard isActive else { return }
-        if logsDebug, case .failure(let error) = result {
-            logger?.debug("adapter failed: \(error.code)", metadata: redaction.redacting(metadata(task)))
+        guard isActive(for: task) else { return }
+        if logsDebug(task), case .failure(let error) = result {
+            logger(for: task)?.debug("adapter failed: \(error.code)", metadata: redaction.redacting(metadata(task)))
         }
         fanOut { $0.task(task, didAdaptRequest: request, result: result) }
     }
 
     /// The task starts (first resume) or continues after a suspend.
     func taskDidResume(_ task: TransferTask, starting: Bool) {
-        guard isActive else { return }
-        if logsDebug && starting {
+        guard isActive(for: task) else { return }
+        if logsDebug(task) && starting {
             let request = task.originalRequest
             var meta = metadata(task)
             meta["transfer.method"] = "\(request.method.rawValue)"
             meta["transfer.url"] = "\(redaction.redacting(request.url))"
             let headers = task.session.configuration.httpAdditionalHeaders.merging(request.headers)
             meta["transfer.request.headers"] = redaction.metadata(headers)
-            logger?.debug("start \(request.method.rawValue) \(redaction.redacting(request.url))",
+            logger(for: task)?.debug("start \(request.method.rawValue) \(redaction.redacting(request.url))",
                           metadata: redaction.redacting(meta))
         }
         fanOut { $0.taskDidResume(task) }
     }
 
     func taskDidCancel(_ task: TransferTask) {
-        guard isActive else { return }
+        guard isActive(for: task) else { return }
         fanOut { $0.taskDidCancel(task) }
     }
 
@@ -159,8 +180,8 @@ final class SessionObservation: Sendable {
     /// A redirect the task follows. `logNow` false: the caller is the engine
     /// thread, so the log record is posted to the delegate queue.
     func task(_ task: TransferTask, willRedirectFrom from: URL, to: URL, statusCode: Int, onEngineThread: Bool) {
-        guard isActive else { return }
-        if logsDebug, let logger {
+        guard isActive(for: task) else { return }
+        if logsDebug(task), let logger = logger(for: task) {
             var meta = metadata(task)
             meta["transfer.status"] = "\(statusCode)"
             let message: Logger.Message =
@@ -177,19 +198,19 @@ final class SessionObservation: Sendable {
 
     /// For the retry policy: `attempt` (1 for the first retry) after `error`.
     func task(_ task: TransferTask, willRetry attempt: Int, after error: TransferError) {
-        guard isActive else { return }
-        if logsDebug {
+        guard isActive(for: task) else { return }
+        if logsDebug(task) {
             var meta = metadata(task)
             meta["transfer.attempt"] = "\(attempt)"
             meta["transfer.error"] = "\(error.code)"
-            logger?.debug("retry \(attempt) after \(error.code)", metadata: redaction.redacting(meta))
+            logger(for: task)?.debug("retry \(attempt) after \(error.code)", metadata: redaction.redacting(meta))
         }
         fanOut { $0.task(task, willRetry: attempt, after: error) }
     }
 
     /// Delegate queue, once per task.
     func taskDidComplete(_ task: TransferTask, metrics: TaskMetrics?, error: TransferError?) {
-        guard isActive || logsErrors || wantsCompletions else { return }
+        guard isActive(for: task) || wantsCompletions else { return }
         log(completionOf: task, metrics: metrics, error: error)
         defer {
             // After the task's own events: a monitor's queue is serial.
@@ -209,16 +230,6 @@ final class SessionObservation: Sendable {
         }
     }
 
-    /// A failed request of the fast path (loop thread): logged at error as the
-    /// task path logs it, from the session's mailbox (the logger's handler is
-    /// user code and never runs on the engine). Costs nothing below error.
-    func fastRequest(_ request: Request, didFailWith error: TransferError, mailbox: Mailbox) {
-        guard logsErrors, let logger, error.code != .cancelled else { return }
-        mailbox.post { [self] in
-            logFailure(of: request, error, metadata: ["transfer.task": "fast"], to: logger)
-        }
-    }
-
     private func logFailure(of request: Request, _ error: TransferError, metadata: Logger.Metadata,
                             to logger: Logger)
     {
@@ -228,19 +239,19 @@ final class SessionObservation: Sendable {
         if let curl = error.curlCode { meta["transfer.curlCode"] = "\(curl)" }
         // The message may quote URLs (a refused redirect's Location, a cache
         // miss, curl's own text): redacted here, where the record is emitted.
+        // At debug: the error is the caller's, who decides whether it is one
+        // for the service (swift-log's guidance for libraries).
         let message = redaction.redacting(text: error.message)
-        logger.error("failed \(redaction.redacting(request.url)): \(error.code): \(message)",
+        logger.debug("failed \(redaction.redacting(request.url)): \(error.code): \(message)",
                      metadata: redaction.redacting(meta))
     }
 
     private func log(completionOf task: TransferTask, metrics: TaskMetrics?, error: TransferError?) {
-        guard let logger else { return }
+        guard logsDebug(task), let logger = logger(for: task) else { return }
         if let error, error.code != .cancelled {
-            guard logsErrors else { return }
             logFailure(of: task.originalRequest, error, metadata: metadata(task), to: logger)
             return
         }
-        guard logsDebug else { return }
         var meta = metadata(task)
         let response = task.response
         let status = response.map { String($0.statusCode) } ?? "-"
@@ -269,7 +280,7 @@ final class SessionObservation: Sendable {
     /// One redacted line of libcurl's trace: posted to the delegate queue
     /// (the logger's handler is user code and never runs on the engine).
     func trace(_ task: TransferTask, kind: TraceLineKind, line: String) {
-        guard tracesCurl, let logger else { return }
+        guard tracesCurl(task), let logger = logger(for: task) else { return }
         let prefix: String
         switch kind {
         case .headerIn: prefix = "< "

@@ -154,8 +154,13 @@ public struct SessionHooks: Sendable {
     public init() {}
 
     // Session
-    /// The session was invalidated and its last task has ended, once
-    /// (AFNetworking's `setSessionDidBecomeInvalidBlock:`); the error is nil.
+    /// The session was invalidated and its last task (and last fast-path
+    /// request) has ended, once (AFNetworking's
+    /// `setSessionDidBecomeInvalidBlock:`); the error is nil. One closure:
+    /// setting it replaces the last one. Code that only needs to know when
+    /// the session is done can `await` ``SessionManager/waitUntilInvalid()``
+    /// or ``SessionManager/shutdown(cancellingTasks:)`` instead, from as
+    /// many places as it likes.
     public var sessionDidBecomeInvalid: (@Sendable (SessionManager, TransferError?) -> Void)?
     /// Server-trust challenges (every new TLS connection, when set) and,
     /// without a task-level hook, 401 challenges. See ``ChallengeDisposition``

@@ -63,21 +63,12 @@ extension HTTPRequestSerializer {
         }.joined(separator: ", ")
     }
 
-    /// `Transfer/<version> (Linux <kernel release>; <machine>)`, from `uname(2)`.
-    public static var defaultUserAgent: String {
-        var system = utsname()
-        guard uname(&system) == 0 else { return "Transfer/\(libraryVersion)" }
-        let sysname = utsField(&system.sysname)
-        let release = utsField(&system.release)
-        let machine = utsField(&system.machine)
-        return "Transfer/\(libraryVersion) (\(sysname) \(release); \(machine))"
-    }
+    /// `Transfer/<version>`: the User-Agent of every request the library
+    /// sends (``SessionManager`` and ``HTTPSessionManager`` alike) unless the
+    /// session's `httpAdditionalHeaders`, the serializer's headers or the
+    /// request set one. It names no kernel, host or machine.
+    public static var defaultUserAgent: String { "Transfer/\(libraryVersion)" }
 
-    private static func utsField<T>(_ field: inout T) -> String {
-        let text = withUnsafeBytes(of: &field) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
-        // Only printable ASCII in a header value.
-        return String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }))
-    }
+    /// The header line of ``defaultUserAgent``, made once.
+    static let userAgentLine = "User-Agent: Transfer/\(libraryVersion)"
 }

@@ -174,7 +174,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
     private let lastReported = Protected<Int64>(0)
 
     override func complete(with outcome: Outcome) {
-        var error = outcome.error(url: originalRequest.url)
+        var error = outcome.error(url: originalRequest.url, sizeSetting: "DownloadOptions.maximumFileSize")
         var fileURL: URL?
         if error == nil, let path = outcome.filePath {
             let written = URL(fileURLWithPath: path)

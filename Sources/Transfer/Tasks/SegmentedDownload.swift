@@ -317,7 +317,9 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         }
         if options.maximumFileSize > 0 && length > options.maximumFileSize {
             fail(TransferError(.responseTooLarge, "the announced file (\(length) bytes) is larger than the limit of "
-                + "\(options.maximumFileSize) bytes", url: request.url))
+                + "\(options.maximumFileSize) bytes (DownloadOptions.maximumFileSize); "
+                + "raise it to accept larger responses",
+                url: request.url))
             return
         }
         do throws(TransferError) {
@@ -733,7 +735,7 @@ extension SegmentedDownload {
 
         override func engineDidFinish(_ result: EngineResult) {
             let (download, segment) = (download, segment)
-            let error = result.outcome.error(url: download.request.url)
+            let error = result.outcome.error(url: download.request.url, sizeSetting: "DownloadOptions.maximumFileSize")
             download.session.delegateQueue.async { download.segmentDidFinish(segment, error: error) }
         }
     }

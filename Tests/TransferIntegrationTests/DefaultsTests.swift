@@ -1,0 +1,81 @@
+import Foundation
+import TestSupport
+import Testing
+import Transfer
+
+/// The defaults a request goes out with and the messages of its limits, seen
+/// on the wire by the in-process server.
+@Suite("Defaults and messages")
+struct DefaultsTests {
+    private var expectedAgent: String { "Transfer/\(TransferVersion.library)" }
+
+    /// The User-Agent the server recorded for the request to `path`.
+    private func agent(_ server: TestServer, _ path: String) throws -> String? {
+        let record = try #require(server.requests.last { $0.target == path }, "no request to \(path)")
+        return record.header("User-Agent")
+    }
+
+    @Test("SessionManager sends Transfer/<version> on the fast path, as a task, and as a download")
+    func sessionManagerSendsTheDefault() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+
+        _ = try await session.data(for: Request(url: server.url("/bytes/8?seed=1")))
+        #expect(try agent(server, "/bytes/8?seed=1") == expectedAgent)
+        _ = try await session.upload(for: Request(url: server.url("/echo?n=2")), from: Data("x".utf8))
+        #expect(try agent(server, "/echo?n=2") == expectedAgent)
+        let folder = try TemporaryDirectory()
+        _ = try await session.download(for: Request(url: server.url("/bytes/8?seed=3")), to: folder.file("f"))
+        #expect(try agent(server, "/bytes/8?seed=3") == expectedAgent)
+    }
+
+    @Test("HTTPSessionManager sends the same Transfer/<version>")
+    func httpSessionManagerSendsTheDefault() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let manager = try HTTPSessionManager(baseURL: server.baseURL)
+        defer { manager.invalidateAndCancel() }
+        _ = try await manager.get("/json?n=4")
+        #expect(try agent(server, "/json?n=4") == expectedAgent)
+    }
+
+    @Test("a User-Agent of the session or of the request wins; an empty one sends none")
+    func userSetAgentWins() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        var configuration = SessionConfiguration.default
+        configuration.httpAdditionalHeaders = ["user-agent": "session-agent/1"]
+        let session = try SessionManager(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        let plain = try SessionManager()
+        defer { plain.invalidateAndCancel() }
+
+        _ = try await session.data(for: Request(url: server.url("/bytes/8?seed=5")))
+        #expect(try agent(server, "/bytes/8?seed=5") == "session-agent/1")
+        _ = try await plain.data(for: Request(url: server.url("/bytes/8?seed=6"), headers: ["User-Agent": "mine/2"]))
+        #expect(try agent(server, "/bytes/8?seed=6") == "mine/2")
+        _ = try await plain.data(for: Request(url: server.url("/bytes/8?seed=7"), headers: ["User-Agent": ""]))
+        #expect(try agent(server, "/bytes/8?seed=7") == nil)
+        let record = try #require(server.requests.last { $0.target == "/bytes/8?seed=6" })
+        #expect(record.headers.filter { $0.name.lowercased() == "user-agent" }.count == 1)
+    }
+
+    @Test("responseTooLarge names the setting to raise")
+    func responseTooLargeNamesTheSetting() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        var configuration = SessionConfiguration.default
+        configuration.maximumResponseBodySize = 1024
+        let session = try SessionManager(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        do {
+            _ = try await session.data(for: Request(url: server.url("/bytes/4096")))
+            Issue.record("a 4 KiB body passed a 1 KiB limit")
+        } catch {
+            #expect(error.code == .responseTooLarge)
+            #expect(error.message.contains("maximumResponseBodySize"), "\(error.message)")
+        }
+    }
+}
