@@ -8,12 +8,18 @@ let package = Package(
         .library(name: "Transfer", targets: ["Transfer"]),
         .library(name: "TransferTerminal", targets: ["TransferTerminal"]),
         .executable(name: "transfer", targets: ["TransferCLI"]),
+        // Optional integrations (docs/OBSERVABILITY.md): only consumers naming these build swift-metrics/tracing.
+        .library(name: "TransferMetrics", targets: ["TransferMetrics"]),
+        .library(name: "TransferTracing", targets: ["TransferTracing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `swift package generate-documentation` (the DocC catalog, scripts/test.sh).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // Optional observability integrations (TransferMetrics, TransferTracing only).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         // The engine: libcurl multi + epoll event loop, sinks, counters, TLS.
@@ -41,6 +47,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // swift-metrics integration: a request instrument recording OTel HTTP client metrics.
+        .target(
+            name: "TransferMetrics",
+            dependencies: ["Transfer", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        // swift-distributed-tracing integration: one client span per request, traceparent injection.
+        .target(
+            name: "TransferTracing",
+            dependencies: ["Transfer", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         // Test helper: prints reachability changes; run inside network namespaces.
         .executableTarget(name: "reachability-probe", dependencies: ["Transfer"]),
         // Test helper: a resumable download in its own process, killed by the crash tests.
@@ -54,6 +68,14 @@ let package = Package(
             dependencies: [
                 "Transfer", "TestSupport", "reachability-probe", "transfer-crashtest",
                 .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The optional metrics/tracing integrations, with the packages' test backends.
+        .testTarget(
+            name: "TransferObservabilityTests",
+            dependencies: [
+                "Transfer", "TransferMetrics", "TransferTracing", "TestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]),
         // Proves the test fixtures themselves (servers, nginx, certificates), not the library.
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
