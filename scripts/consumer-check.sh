@@ -1,104 +1,127 @@
 #!/usr/bin/env bash
-# Proves the observability integrations are optional (issue 28, item 3):
-# from a fresh `git clone` of the repository, builds two throwaway consumer
-# packages in a temporary folder,
-#   - one that depends on the `Transfer` product only, and checks that
-#     swift-metrics and swift-distributed-tracing were not built for it
-#     (no Metrics/CoreMetrics/Tracing/Instrumentation module in its .build);
-#   - one that uses `TransferMetrics` and `TransferTracing`, and checks
-#     that they were.
+# Proves the README's "Use it" section from the outside: makes a fresh Swift
+# package in a temporary folder, outside the repository, from the README's own
+# Package.swift and main.swift (the blocks marked `<!-- consumer-check: … -->`),
+# with the repository's URL for the placeholder, builds it, runs it against a
+# local `python3 -m http.server` on a free port serving a file it writes, and
+# checks that it prints status 200 and the file's byte count.
 #
-# Usage: scripts/consumer-check.sh [repository]   (default: this script's repository)
-# The clone is of the repository's checked-out branch (HEAD), as committed.
-# Set KEEP=1 to keep the temporary folder.
+#   scripts/consumer-check.sh [--tag-clone] [REPO_PATH]
+#
+# REPO_PATH (default: this repository) must be a Git repository with a tag
+# 0.1.0 or later: SwiftPM resolves `from: "0.1.0"` against tags, so only
+# committed, tagged state is used. With --tag-clone the repository is first
+# cloned to a temporary folder and the package depends on that clone (what a
+# consumer who cloned it would have). The README is read from REPO_PATH.
+#
+# Not part of scripts/test.sh: it needs a tag. To try a branch without tagging
+# the real repository, tag a throwaway clone:
+#   git clone . /tmp/cc && git -C /tmp/cc tag 0.1.0 && scripts/consumer-check.sh /tmp/cc
+#
+# Then scripts/consumer-check-integrations.sh (issue 28 item 3): from a fresh
+# clone, a consumer of `Transfer` alone builds neither swift-metrics nor
+# swift-distributed-tracing, and one of TransferMetrics/TransferTracing builds.
+# It needs no tag and runs on its own too.
+#
+# Exit 0 when the consumer printed what it should; 1 otherwise (with the
+# build or run output); 2 on a usage error.
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")/.." && pwd)"
-repo="${1:-$here}"
-repo="$(cd "$repo" && pwd)"
-branch="$(git -C "$repo" rev-parse --abbrev-ref HEAD)"
+usage() { echo "usage: scripts/consumer-check.sh [--tag-clone] [REPO_PATH]" >&2; exit 2; }
+tag_clone=0
+repo=""
+for argument in "$@"; do
+    case "$argument" in
+        --tag-clone) tag_clone=1 ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) usage ;;
+        *) [ -z "$repo" ] || usage; repo=$argument ;;
+    esac
+done
+[ -n "$repo" ] || repo="$(dirname "$0")/.."
+repo=$(cd "$repo" && pwd)
+git -C "$repo" rev-parse --git-dir > /dev/null 2>&1 || { echo "consumer-check: $repo is not a Git repository" >&2; exit 1; }
+[ -f "$repo/README.md" ] || { echo "consumer-check: no README.md in $repo" >&2; exit 1; }
+tags=$(git -C "$repo" tag --list '[0-9]*.[0-9]*.[0-9]*')
+[ -n "$tags" ] || {
+    echo "consumer-check: $repo has no version tag; SwiftPM cannot resolve from: \"0.1.0\"" >&2
+    echo "  (for a branch: git clone $repo /tmp/cc && git -C /tmp/cc tag 0.1.0 && $0 /tmp/cc)" >&2
+    exit 1
+}
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/transfer-consumer.XXXXXX")"
-cleanup() { if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$work"; else echo "kept $work"; fi; }
+work=$(mktemp -d /tmp/transfer-consumer.XXXXXX)
+server=""
+cleanup() {
+    [ -z "$server" ] || kill "$server" 2> /dev/null || true
+    rm -rf "$work"
+}
 trap cleanup EXIT
 
-echo "== cloning $repo ($branch) into $work/transfer"
-git clone --quiet --branch "$branch" "$repo" "$work/transfer"
-git -C "$work/transfer" log --oneline -1
+# The package identity is the URL's last path component; the README's product
+# reference names it "Transfer", so the URL must end in /Transfer whatever the
+# folder is called: a clone or a symbolic link under that name.
+if [ "$tag_clone" -eq 1 ]; then
+    git clone --quiet "$repo" "$work/Transfer"
+else
+    ln -s "$repo" "$work/Transfer"
+fi
+url="file://$work/Transfer"
 
-# One consumer package: $1 name, $2 products (Swift array elements), $3 main.swift.
-make_consumer() {
-    local name="$1" products="$2" main="$3"
-    mkdir -p "$work/$name/Sources/$name"
-    cat > "$work/$name/Package.swift" <<EOF
-// swift-tools-version:6.0
-import PackageDescription
+# The README's two blocks, with the repository's URL for the placeholder.
+mkdir -p "$work/hello/Sources/hello"
+python3 - "$repo/README.md" "$work/hello" "$url" <<'EOF'
+import pathlib
+import re
+import sys
 
-let package = Package(
-    name: "$name",
-    dependencies: [.package(path: "../transfer")],
-    targets: [
-        .executableTarget(name: "$name", dependencies: [$products]),
-    ]
-)
+readme, package, url = pathlib.Path(sys.argv[1]).read_text(), pathlib.Path(sys.argv[2]), sys.argv[3]
+targets = {"Package.swift": package / "Package.swift", "main.swift": package / "Sources/hello/main.swift"}
+for name, path in targets.items():
+    blocks = re.findall(r"^<!-- consumer-check: " + re.escape(name) + r" -->\n```swift\n(.*?)^```$",
+                        readme, re.S | re.M)
+    if len(blocks) != 1:
+        sys.exit(f"consumer-check: README.md has {len(blocks)} blocks marked consumer-check: {name}, not 1")
+    text = blocks[0]
+    if name == "Package.swift":
+        placeholder = "https://github.com/OWNER/Transfer.git"
+        if placeholder not in text:
+            sys.exit(f"consumer-check: the README's Package.swift does not use {placeholder}")
+        text = text.replace(placeholder, url)
+    path.write_text(text)
 EOF
-    printf '%s\n' "$main" > "$work/$name/Sources/$name/main.swift"
-}
 
-make_consumer plain '.product(name: "Transfer", package: "transfer")' '
-import Transfer
-
-let session = try SessionManager()
-print("plain consumer: \(type(of: session))")
-'
-
-make_consumer observed '.product(name: "Transfer", package: "transfer"),
-            .product(name: "TransferMetrics", package: "transfer"),
-            .product(name: "TransferTracing", package: "transfer")' '
-import Transfer
-import TransferMetrics
-import TransferTracing
-import Tracing
-
-var configuration = SessionConfiguration()
-configuration.requestInstruments = [TransferMetrics(), TransferTracing(tracer: NoOpTracer())]
-let session = try SessionManager(configuration: configuration)
-print("observed consumer: \(configuration.requestInstruments.count) instruments, \(type(of: session))")
-'
-
-# Module outputs of the optional packages' libraries, if any were built.
-optional_modules() {
-    find "$1/.build" \( -name 'CoreMetrics.swiftmodule' -o -name 'Metrics.swiftmodule' \
-        -o -name 'Tracing.swiftmodule' -o -name 'Instrumentation.swiftmodule' \
-        -o -name 'CoreMetrics.build' -o -name 'Metrics.build' -o -name 'Tracing.build' \
-        -o -name 'Instrumentation.build' \) 2>/dev/null | sort
-}
-
-status=0
-for consumer in plain observed; do
-    echo "== building $consumer"
-    (cd "$work/$consumer" && swift build 2>&1 | tail -n 3)
-    (cd "$work/$consumer" && "$(swift build --show-bin-path)/$consumer")
+# A file of a size no default could produce, served on a free port.
+mkdir "$work/www"
+size=40961
+head -c "$size" /dev/urandom > "$work/www/file.bin"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$work/www" "$port" > "$work/server.log" 2>&1 &
+server=$!
+# Wait (bounded) until the server answers.
+for _ in $(seq 1 100); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/file.bin" 2> /dev/null && break
+    kill -0 "$server" 2> /dev/null || { cat "$work/server.log" >&2; echo "consumer-check: the server died" >&2; exit 1; }
+    sleep 0.1
 done
+curl -fsS -o /dev/null "http://127.0.0.1:$port/file.bin" || { echo "consumer-check: the server never answered" >&2; exit 1; }
 
-built="$(optional_modules "$work/plain")"
-if [[ -n "$built" ]]; then
-    echo "FAIL: the Transfer-only consumer built optional modules:"
-    echo "$built"
-    status=1
-else
-    echo "ok: the Transfer-only consumer built no Metrics/Tracing module"
+echo "consumer-check: building $work/hello against $url ($(echo "$tags" | sort -V | tail -n 1))"
+# SwiftPM leaves lock files in TMPDIR named after the package's path: keep them in $work.
+mkdir "$work/tmp"
+if ! (cd "$work/hello" && TMPDIR="$work/tmp" swift build > "$work/build.log" 2>&1); then
+    tail -n 60 "$work/build.log" >&2
+    echo "consumer-check: the consumer package does not build" >&2
+    exit 1
 fi
-# Resolution may fetch the packages (one manifest); building them is what must not happen.
-if grep -q 'swift-metrics\|swift-distributed-tracing' "$work/plain/Package.resolved" 2>/dev/null; then
-    echo "note: Package.resolved of the plain consumer lists them (resolved, not built)"
-fi
+grep -E "Computed .*Transfer at|Working copy of .*Transfer resolved at" "$work/build.log" || true
 
-built="$(optional_modules "$work/observed")"
-if [[ -z "$built" ]]; then
-    echo "FAIL: the consumer of TransferMetrics/TransferTracing built no Metrics/Tracing module"
-    status=1
-else
-    echo "ok: the integration consumer built: $(echo "$built" | xargs -n1 basename | sort -u | xargs)"
-fi
-exit $status
+output=$(cd "$work/hello" && .build/debug/hello "http://127.0.0.1:$port/file.bin" 2>&1) || {
+    echo "$output" >&2
+    echo "consumer-check: the consumer failed" >&2
+    exit 1
+}
+echo "consumer-check: the consumer printed: $output"
+expected="status 200, $size bytes"
+[ "$output" = "$expected" ] || { echo "consumer-check: expected '$expected'" >&2; exit 1; }
+"$(dirname "$0")/consumer-check-integrations.sh" "$repo" || exit 1
+echo "consumer-check: ok"
