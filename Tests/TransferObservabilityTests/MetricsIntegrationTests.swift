@@ -124,8 +124,17 @@ struct MetricsIntegrationTests {
                                              [(Dimension.session, "pool"), (Dimension.connectionState, "active")])
         #expect(active.lastValue == 0)
         #expect(try factory.expectGauge(Label.queuedRequests, [(Dimension.session, "pool")]).lastValue == 0)
-        session.invalidateAndCancel()
-        // Closing the session closes its connections: the count goes back to 0.
-        #expect(server.waitForOpenConnections(0, timeout: .seconds(10)))
+
+        // A request held mid-body by the server: its connection is in use.
+        let held = Task { try await session.data(for: Request(url: server.url("/hold/1000?gate=pool"))) }
+        try await Wait.until("the server holds the response", timeout: .seconds(10)) { server.heldAtGate("pool") == 1 }
+        let running = session.connectionPoolStatistics
+        #expect(running.connectionsInUse == 1)
+        #expect(running.openConnections == 1)
+        metrics.recordPool(of: session)
+        #expect(active.lastValue == 1)
+        #expect(idle.lastValue == 0)
+        server.openGate("pool")
+        _ = try await held.value
     }
 }
