@@ -92,6 +92,37 @@ public final class TransferMetrics: RequestInstrument {
     /// What is recorded.
     public let options: Options
     private let sessionDimensions: [(String, String)]
+    /// The metric objects made so far, by their dimension values: one lookup
+    /// per request instead of six objects (and six factory lookups).
+    private let cache = Mutex<Cache>(Cache())
+
+    private struct Cache {
+        var active: [StartKey: Meter] = [:]
+        var completed: [EndKey: Handles] = [:]
+    }
+
+    /// The dimension values known at a request's start.
+    fileprivate struct StartKey: Hashable {
+        var method: String
+        var host: String?
+        var port: Int
+    }
+
+    /// The dimension values known at its end.
+    private struct EndKey: Hashable {
+        var start: StartKey
+        var status: Int?
+        var error: String?
+    }
+
+    /// The per-request metrics of one set of dimensions.
+    private struct Handles {
+        let requests: Counter
+        let duration: CoreMetrics.Timer
+        let timeToFirstByte: CoreMetrics.Timer
+        let requestBodySize: Recorder
+        let responseBodySize: Recorder
+    }
 
     /// An integration recording through `factory` (default: the factory
     /// `MetricsSystem.bootstrap` installed; pass one explicitly to record
@@ -104,15 +135,30 @@ public final class TransferMetrics: RequestInstrument {
 
     /// Starts observing `request` (it is left unchanged).
     public func requestWillStart(_ request: inout Request) -> (any RequestObserver)? {
-        var base = sessionDimensions
-        base.append((Dimension.method, request.method.rawValue))
+        var key = StartKey(method: request.method.rawValue, host: nil, port: 0)
         if options.perHostDimensions {
-            base.append((Dimension.serverAddress, request.url.host ?? ""))
-            base.append((Dimension.serverPort, String(Self.port(of: request.url))))
+            key.host = request.url.host ?? ""
+            key.port = Self.port(of: request.url)
         }
-        let active = Meter(label: Label.activeRequests, dimensions: base, factory: factory)
+        let active = cache.withLock { cache in
+            if let meter = cache.active[key] { return meter }
+            let meter = Meter(label: Label.activeRequests, dimensions: dimensions(key), factory: factory)
+            cache.active[key] = meter
+            return meter
+        }
         active.increment()
-        return Observer(metrics: self, dimensions: base, active: active)
+        return Observer(metrics: self, key: key, active: active)
+    }
+
+    /// The dimensions of a request's start, in order.
+    private func dimensions(_ key: StartKey) -> [(String, String)] {
+        var dimensions = sessionDimensions
+        dimensions.append((Dimension.method, key.method))
+        if let host = key.host {
+            dimensions.append((Dimension.serverAddress, host))
+            dimensions.append((Dimension.serverPort, String(key.port)))
+        }
+        return dimensions
     }
 
     /// The port a URL connects to (its scheme's default when none is written).
@@ -124,27 +170,35 @@ public final class TransferMetrics: RequestInstrument {
     /// `2xx` for 200...299, and so on.
     static func statusClass(_ status: Int) -> String { "\(status / 100)xx" }
 
-    fileprivate func record(_ completion: CompletedRequest, dimensions base: [(String, String)]) {
-        var dimensions = base
-        if let status = completion.response?.statusCode {
+    fileprivate func record(_ completion: CompletedRequest, key start: StartKey) {
+        let key = EndKey(start: start, status: completion.response?.statusCode, error: completion.error?.code.name)
+        let handles = cache.withLock { cache in
+            if let handles = cache.completed[key] { return handles }
+            let handles = makeHandles(key)
+            cache.completed[key] = handles
+            return handles
+        }
+        handles.requests.increment()
+        guard let metrics = completion.metrics else { return }
+        if metrics.total >= 0 { handles.duration.recordNanoseconds(Int64(metrics.total * 1e9)) }
+        if metrics.firstByte > 0 { handles.timeToFirstByte.recordNanoseconds(Int64(metrics.firstByte * 1e9)) }
+        handles.requestBodySize.record(metrics.bodyBytesSent)
+        handles.responseBodySize.record(metrics.bodyBytesReceived)
+    }
+
+    private func makeHandles(_ key: EndKey) -> Handles {
+        var dimensions = self.dimensions(key.start)
+        if let status = key.status {
             dimensions.append((Dimension.statusCode, String(status)))
             dimensions.append((Dimension.statusClass, Self.statusClass(status)))
         }
-        if let error = completion.error { dimensions.append((Dimension.errorType, error.code.name)) }
-        Counter(label: Label.requests, dimensions: dimensions, factory: factory).increment()
-        guard let metrics = completion.metrics else { return }
-        if metrics.total >= 0 {
-            Timer(label: Label.duration, dimensions: dimensions, factory: factory)
-                .recordNanoseconds(Int64(metrics.total * 1e9))
-        }
-        if metrics.firstByte > 0 {
-            Timer(label: Label.timeToFirstByte, dimensions: dimensions, factory: factory)
-                .recordNanoseconds(Int64(metrics.firstByte * 1e9))
-        }
-        Recorder(label: Label.requestBodySize, dimensions: dimensions, factory: factory)
-            .record(metrics.bodyBytesSent)
-        Recorder(label: Label.responseBodySize, dimensions: dimensions, factory: factory)
-            .record(metrics.bodyBytesReceived)
+        if let error = key.error { dimensions.append((Dimension.errorType, error)) }
+        return Handles(
+            requests: Counter(label: Label.requests, dimensions: dimensions, factory: factory),
+            duration: CoreMetrics.Timer(label: Label.duration, dimensions: dimensions, factory: factory),
+            timeToFirstByte: CoreMetrics.Timer(label: Label.timeToFirstByte, dimensions: dimensions, factory: factory),
+            requestBodySize: Recorder(label: Label.requestBodySize, dimensions: dimensions, factory: factory),
+            responseBodySize: Recorder(label: Label.responseBodySize, dimensions: dimensions, factory: factory))
     }
 
     /// Records the pool gauges of `session` now: `http.client.open_connections`
@@ -176,25 +230,25 @@ public final class TransferMetrics: RequestInstrument {
         }
     }
 
-    /// One request's metrics: the dimensions fixed at its start, and its
-    /// place in the active-request meter.
+    /// One request's metrics: the dimension values fixed at its start, and
+    /// its place in the active-request meter.
     private final class Observer: RequestObserver {
         let metrics: TransferMetrics
-        let dimensions: [(String, String)]
+        let key: StartKey
         let active: Meter
         /// Completion is recorded once.
         private let done = Atomic<Bool>(false)
 
-        init(metrics: TransferMetrics, dimensions: [(String, String)], active: Meter) {
+        init(metrics: TransferMetrics, key: StartKey, active: Meter) {
             self.metrics = metrics
-            self.dimensions = dimensions
+            self.key = key
             self.active = active
         }
 
         func requestDidComplete(_ completion: CompletedRequest) {
             guard !done.exchange(true, ordering: .relaxed) else { return }
             active.decrement()
-            metrics.record(completion, dimensions: dimensions)
+            metrics.record(completion, key: key)
         }
     }
 }

@@ -58,6 +58,12 @@ public final class TransferTracing<T: Tracer>: RequestInstrument {
     func start(_ request: inout Request, parent: ServiceContext?) -> any RequestObserver {
         let method = request.method.rawValue
         let span = tracer.startSpan(method, context: parent ?? .topLevel, ofKind: .client)
+        // The context travels even when the span is not recorded (a sampling
+        // decision, a no-op tracer): then nothing else is built.
+        guard span.isRecording else {
+            tracer.inject(span.context, into: &request.headers, using: HeaderInjector())
+            return Observer(span: span, redaction: redaction, recording: false)
+        }
         var attributes = span.attributes
         attributes.set("http.request.method", value: .string(method))
         attributes.set("url.full", value: .string(redaction.redacting(request.url)))
@@ -65,7 +71,7 @@ public final class TransferTracing<T: Tracer>: RequestInstrument {
         attributes.set("server.port", value: .int64(Int64(Self.port(of: request.url))))
         span.attributes = attributes
         tracer.inject(span.context, into: &request.headers, using: HeaderInjector())
-        return Observer(span: span, redaction: redaction)
+        return Observer(span: span, redaction: redaction, recording: true)
     }
 
     static func port(of url: URL) -> Int {
@@ -93,15 +99,19 @@ public final class TransferTracing<T: Tracer>: RequestInstrument {
     private final class Observer: RequestObserver {
         let span: T.Span
         let redaction: LogRedaction
+        /// Whether the span records: attributes and events are built only then.
+        let recording: Bool
         /// The span ends once.
         private let ended = Atomic<Bool>(false)
 
-        init(span: T.Span, redaction: LogRedaction) {
+        init(span: T.Span, redaction: LogRedaction, recording: Bool) {
             self.span = span
             self.redaction = redaction
+            self.recording = recording
         }
 
         func requestWillRedirect(from: URL, to: URL, statusCode: Int) {
+            guard recording else { return }
             span.addEvent(SpanEvent(name: "http.redirect", attributes: [
                 "http.response.status_code": .int64(Int64(statusCode)),
                 "url.full": .string(redaction.redacting(to)),
@@ -109,6 +119,7 @@ public final class TransferTracing<T: Tracer>: RequestInstrument {
         }
 
         func requestWillRetry(attempt: Int, after error: TransferError) {
+            guard recording else { return }
             span.addEvent(SpanEvent(name: "http.retry", attributes: [
                 "http.request.resend_count": .int64(Int64(attempt)),
                 "error.type": .string(error.code.name),
@@ -117,6 +128,7 @@ public final class TransferTracing<T: Tracer>: RequestInstrument {
 
         func requestDidComplete(_ completion: CompletedRequest) {
             guard !ended.exchange(true, ordering: .relaxed) else { return }
+            guard recording else { return span.end() }
             var attributes = span.attributes
             let status = completion.response?.statusCode
             if let status { attributes.set("http.response.status_code", value: .int64(Int64(status))) }
