@@ -3,6 +3,9 @@ import PackageDescription
 
 let package = Package(
     name: "Transfer",
+    // Linux only: the engine needs epoll, eventfd, timerfd and netlink (docs/PLATFORMS.md).
+    // macOS is named so that a Mac build stops on the engine's one clear message (in
+    // ct_types.h), not on availability errors in the Swift layer.
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Transfer", targets: ["Transfer"]),
@@ -11,6 +14,10 @@ let package = Package(
         // Optional integrations (docs/OBSERVABILITY.md): only consumers naming these build swift-metrics/tracing.
         .library(name: "TransferMetrics", targets: ["TransferMetrics"]),
         .library(name: "TransferTracing", targets: ["TransferTracing"]),
+        // Interop with swift-http-types (docs/INTEGRATIONS.md); `Transfer` alone never builds it.
+        .library(name: "TransferHTTPTypes", targets: ["TransferHTTPTypes"]),
+        // A swift-openapi-runtime `ClientTransport` on Transfer (docs/INTEGRATIONS.md).
+        .library(name: "TransferOpenAPI", targets: ["TransferOpenAPI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -20,11 +27,16 @@ let package = Package(
         // Optional observability integrations (TransferMetrics, TransferTracing only).
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // Only for the TransferHTTPTypes and TransferOpenAPI products.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.5.0"),
     ],
     targets: [
         // The engine: libcurl multi + epoll event loop, sinks, counters, TLS.
         .target(
             name: "CTransfer",
+            // Test hooks (the trust probe, the file-work gates) exist in debug builds only.
+            cSettings: [.define("CT_TEST_HOOKS", .when(configuration: .debug))],
             linkerSettings: [
                 .linkedLibrary("curl"),
                 .linkedLibrary("ssl"),
@@ -55,6 +67,18 @@ let package = Package(
         .target(
             name: "TransferTracing",
             dependencies: ["Transfer", .product(name: "Tracing", package: "swift-distributed-tracing")]),
+        // swift-http-types interop: conversions of requests, responses and header fields.
+        .target(
+            name: "TransferHTTPTypes",
+            dependencies: ["Transfer", .product(name: "HTTPTypes", package: "swift-http-types")]),
+        // swift-openapi-runtime `ClientTransport` on a SessionManager.
+        .target(
+            name: "TransferOpenAPI",
+            dependencies: [
+                "Transfer", "TransferHTTPTypes",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]),
         // Test helper: prints reachability changes; run inside network namespaces.
         .executableTarget(name: "reachability-probe", dependencies: ["Transfer"]),
         // Test helper: a resumable download in its own process, killed by the crash tests.
@@ -80,6 +104,21 @@ let package = Package(
         // Proves the test fixtures themselves (servers, nginx, certificates), not the library.
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer", "TestSupport"]),
+        // Imports Transfer and HTTPTypes side by side (names that collide) and the conversions.
+        .testTarget(
+            name: "TransferHTTPTypesTests",
+            dependencies: [
+                "Transfer", "TransferHTTPTypes", "TestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]),
+        // The OpenAPI transport against our own servers, over loopback sockets.
+        .testTarget(
+            name: "TransferOpenAPITests",
+            dependencies: [
+                "Transfer", "TransferHTTPTypes", "TransferOpenAPI", "TestSupport",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]),
         // Runs the built `transfer` binary (the dependency makes `swift test` build it first).
         .testTarget(name: "TransferCLITests", dependencies: ["TestSupport", "TransferCLI"]),
     ]

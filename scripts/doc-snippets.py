@@ -23,7 +23,7 @@ Usage: scripts/doc-snippets.py   (from the repository root)
 import pathlib
 import re
 
-PAGES = ["ARCHITECTURE.md", "AFNETWORKING.md", "MIGRATING.md", "COOKBOOK.md", "GETTING-STARTED.md"]
+PAGES = ["ARCHITECTURE.md", "AFNETWORKING.md", "MIGRATING.md", "COOKBOOK.md", "GETTING-STARTED.md", "ASYNC.md"]
 ARTICLES = "Sources/Transfer/Transfer.docc"
 README_MARKER = "<!-- consumer-check: main.swift -->\n"
 MANIFEST = "// swift-tools-version"

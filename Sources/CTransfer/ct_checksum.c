@@ -6,7 +6,7 @@
  * file were hashed by an earlier transfer (maybe an earlier process) whose
  * digest state is gone, so they must be read back (unavoidable without
  * persisting OpenSSL's internal state). That read never runs on the loop
- * thread (issue 12): at the final head the file worker hashes the prefix,
+ * thread: at the final head the file worker hashes the prefix,
  * once, while the transfer holds its body (CT_PAUSE_FILE); the new bytes
  * are then hashed as they are written, and the commit reads nothing back.
  */

@@ -35,7 +35,7 @@
 /* OpenSSL's read buffer on bulk TLS connections (ct_tls_read.c): one
  * recv() brings up to four 16 KiB records. */
 #define CTI_TLS_READ_AHEAD (64u * 1024u)
-/* Limits (issue 11): memory and disk follow the bytes that really came,
+/* Limits: memory and disk follow the bytes that really came,
  * never what the server announced. */
 #define CTI_MEM_FIRST_RESERVE (1u << 20)    /* memory sink, from a length */
 #define CTI_PREALLOC_FIRST ((int64_t)16 << 20)  /* file, first reservation */
@@ -118,7 +118,7 @@ void cti_sink_free(struct cti_sink *sink);
 
 /* --- ct_worker.c ------------------------------------------------------ */
 
-/* Blocking file work off the loop thread (issue 12). `run` runs on the
+/* Blocking file work off the loop thread. `run` runs on the
  * worker, `done` on the loop thread afterwards; whoever queued the job
  * owns its memory and keeps what `run` uses out of reach until `done`. */
 struct cti_job {
@@ -419,6 +419,18 @@ void cti_cookies_done(struct cti_transfer *t);
  * so); 0 when none. Fills t->errbuf when curl left it empty. */
 long cti_proxy_refusal(struct cti_transfer *t, CURLcode cc);
 void cti_proxy_free(struct cti_proxy *p);
+
+/* --- ct_journal_format.c ----------------------------------------------- */
+
+/* A descriptor of the directory that holds `path` (to fsync a rename in
+ * it), or -1 with errno set. */
+int cti_open_parent_dir(const char *path);
+
+/* Write `len` bytes of `text` to `tmp_path` (a fresh file, never through a
+ * symlink), fsync it, rename it over `path` and fsync the directory
+ * `dir_fd`. Any thread. Returns 0, or an errno with `*what` set. */
+int cti_replace_file(const char *path, const char *tmp_path, int dir_fd,
+                     const char *text, size_t len, const char **what);
 
 /* --- ct_journal.c ------------------------------------------------------ */
 

@@ -13,7 +13,7 @@
  * through and leaves the bucket in debt, so the average rate holds however
  * large libcurl's buffers are.
  *
- * HTTP/2 (issue 12): pausing one stream of a multiplexed connection does
+ * HTTP/2: pausing one stream of a multiplexed connection does
  * not stop its bytes. libcurl 7.88 sets the paused stream's window to 0,
  * but what the server sent under the old window (32 MiB, lib/http2.c
  * HTTP2_HUGE_WINDOW_SIZE) arrives anyway and waits in the transfer's

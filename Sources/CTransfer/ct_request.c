@@ -136,7 +136,7 @@ ct_code cti_transfer_set_trust_marker(struct cti_transfer *t)
 }
 
 /*
- * The options of an easy handle come in two kinds (issue 12, the pool):
+ * The options of an easy handle come in two kinds (for the pool):
  *
  *  - the profile: every option that follows from the kind of transfer
  *    (memory GET, file or discard sink, upload and its body kind, method,

@@ -1,5 +1,5 @@
 /*
- * ct_tls_read.c - bulk TLS reads in big blocks (issue 14, HTTPS bulk).
+ * ct_tls_read.c - bulk TLS reads in big blocks (HTTPS bulk).
  *
  * Without read-ahead OpenSSL reads one record with two recv() calls: its
  * 5-byte header, then the rest (up to 16 KiB), and libcurl 7.88 then polls

@@ -1,10 +1,13 @@
 /*
  * ct_trust_probe.c - one blocking HTTPS GET through the trust hook, on the
- * calling thread, without a loop: for tests, diagnostics and the CLI.
+ * calling thread, without a loop: for the tests. Compiled only where
+ * CT_TEST_HOOKS is defined (debug builds: Package.swift), so a release
+ * build carries none of it.
  * It configures the easy handle exactly as the engine must (see
  * ct_tls_internal.h): libcurl's verification off, ours through
  * CURLOPT_SSL_CTX_FUNCTION.
  */
+#ifdef CT_TEST_HOOKS
 #include "ct_internal.h"
 #include "ct_tls_internal.h"
 
@@ -128,3 +131,5 @@ out:
   cti_tls_state_free(p.state);
   return rc;
 }
+
+#endif /* CT_TEST_HOOKS */

@@ -1,5 +1,5 @@
 /*
- * ct_worker.c - a thread for the loop's blocking file work (issue 12).
+ * ct_worker.c - a thread for the loop's blocking file work.
  *
  * The loop thread never waits on the disk: work that may (fsync, rename,
  * a directory fsync at commit; the first journal and the digest of a
@@ -53,7 +53,7 @@ static void push(struct cti_job **head, struct cti_job **tail,
  * folder first opens the FIFO for reading (so the test sees, by opening
  * it for writing, that the job is waiting) and reads one byte (the test's
  * release). Jobs elsewhere are not gated, so tests running beside it are
- * not affected. */
+ * not affected. Read only where CT_TEST_HOOKS is defined (debug builds). */
 static void pass_gate(struct cti_worker *w, const char *path, int which)
 {
   int fd;
@@ -116,8 +116,13 @@ ct_code cti_worker_create(int eventfd, struct cti_worker **out)
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->wake, NULL);
   w->eventfd = eventfd;
+#ifdef CT_TEST_HOOKS
   gates[0] = getenv("TRANSFER_TEST_COMMIT_GATE");
   gates[1] = getenv("TRANSFER_TEST_FILE_GATE");
+#else
+  /* Release builds: no environment variable can hold the worker. */
+  gates[0] = gates[1] = NULL;
+#endif
   for(i = 0; i < 2; i++) {
     if(gates[i] && gates[i][0] && strrchr(gates[i], '/')) {
       w->gate[i] = cti_strdup(gates[i]);

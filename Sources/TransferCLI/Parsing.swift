@@ -82,14 +82,21 @@ enum Parse {
     /// One pass over the UTF-8 bytes, one string per kept line: lists of
     /// tens of thousands of URLs are common for `--parallel` runs.
     static func urlLines(_ text: String) -> [String] {
-        var lines: [String] = []
         var text = text
-        text.withUTF8 { bytes in
-            var start = 0
-            for index in 0...bytes.count where index == bytes.count || bytes[index] == 0x0A || bytes[index] == 0x0D {
-                if let line = urlLine(UnsafeBufferPointer(rebasing: bytes[start..<index])) { lines.append(line) }
-                start = index + 1
-            }
+        return text.withUTF8 { urlLines(in: $0) }
+    }
+
+    /// ``urlLines(_:)`` over UTF-8 bytes (a part of a URL file that ends at a line break).
+    static func urlLines(bytes: [UInt8]) -> [String] {
+        bytes.withUnsafeBufferPointer { urlLines(in: $0) }
+    }
+
+    private static func urlLines(in bytes: UnsafeBufferPointer<UInt8>) -> [String] {
+        var lines: [String] = []
+        var start = 0
+        for index in 0...bytes.count where index == bytes.count || bytes[index] == 0x0A || bytes[index] == 0x0D {
+            if let line = urlLine(UnsafeBufferPointer(rebasing: bytes[start..<index])) { lines.append(line) }
+            start = index + 1
         }
         return lines
     }

@@ -67,7 +67,8 @@ struct Job: Sendable {
 
 /// The validated run: every flag checked, turned into library values.
 struct RunPlan: Sendable {
-    var jobs: [Job]
+    /// Made as they are taken: the URL file is read as the run goes.
+    var jobs: JobList
     var configuration: SessionConfiguration
     var body: RequestBody
     var acceptStatus: [ClosedRange<Int>]
@@ -95,17 +96,17 @@ struct RunPlan: Sendable {
             throw Failure(.usage, "-X: not an HTTP method: \(raw.debugDescription)")
         }
 
-        // URLs: arguments first, then the URL file, in order.
-        var urls = verb.urls + options.curl.urls
-        if let urlFile = options.urlFile {
-            urls += Parse.urlLines(try URLFile.read(urlFile))
-        }
-        guard !urls.isEmpty else { throw Failure(.usage, "no URL given") }
+        // URLs: arguments first, then the URL file, in order, read as the
+        // run takes them; only the first two are looked at now.
+        let urls = try URLStream(arguments: verb.urls + options.curl.urls, urlFile: options.urlFile)
+        let urlCount = urls.count(upTo: 2)
+        guard urlCount > 0 else { throw Failure(.usage, "no URL given") }
+        let several = urlCount > 1
 
         // Output.
         let outputFlags = [options.output != nil, options.remoteName, options.discard].filter { $0 }.count
         guard outputFlags <= 1 else { throw Failure(.usage, "-o, -O and --discard exclude each other") }
-        if options.output != nil && urls.count > 1 {
+        if options.output != nil && several {
             throw Failure(.usage, "-o takes one URL; use -O or --output-dir for several")
         }
         let output: OutputTarget
@@ -120,7 +121,7 @@ struct RunPlan: Sendable {
             } else {
                 output = .path(path)
             }
-        } else if options.remoteName || options.outputDir != nil || urls.count > 1 {
+        } else if options.remoteName || options.outputDir != nil || several {
             output = .remoteName(directory: options.outputDir ?? ".")
         } else {
             output = .stdout
@@ -169,10 +170,8 @@ struct RunPlan: Sendable {
             guard options.dataBinary == nil, options.json == nil, !hasForm, options.uploadFile == nil else {
                 throw Failure(.usage, "-G sends -d data in the URL: not --data-binary, --json, -F or -T")
             }
-            if let query = try CurlPlan.joinedData(options) {
-                urls = urls.map { CurlPlan.appendingQuery(query, to: $0) }
-            }
         }
+        let query = options.curl.get ? try CurlPlan.joinedData(options) : nil
         var body = RequestBody.none
         func setDefault(_ name: String, _ value: String) {
             if !headers.contains(name) { headers.add(name: name, value: value) }
@@ -237,50 +236,17 @@ struct RunPlan: Sendable {
             finalMethod = options.uploadFile != nil ? .put : .post
         }
 
-        // Jobs. A URL list may name one URL many times (load tests do): each
-        // distinct string is parsed once, and its jobs share the parsed URL.
+        // Jobs, made as the run takes them (JobList.swift).
         if let retries = options.retry, retries < 0 {
             throw Failure(.usage, "--retry: must be 0 or more, got \(retries)")
         }
-        let retry = try RetryOptions.maker(options)
-        var jobs: [Job] = []
-        jobs.reserveCapacity(urls.count)
-        let schemes = try CurlPlan.schemes(options.curl.proto, flag: "--proto") ?? CurlPlan.allSchemes
-        var parsed: [String: Result<Request, TransferError>] = [:]
-        for (index, string) in urls.enumerated() {
-            var job = Job(index: index, urlString: string, request: nil, invalidFailure: nil, output: output)
-            do throws(TransferError) {
-                let parsedRequest: Result<Request, TransferError>
-                if let known = parsed[string] {
-                    parsedRequest = known
-                } else {
-                    do throws(TransferError) {
-                        parsedRequest = .success(try Request(string, method: finalMethod))
-                    } catch {
-                        parsedRequest = .failure(error)
-                    }
-                    parsed[string] = parsedRequest
-                }
-                var request = try parsedRequest.get()
-                if let scheme = request.url.scheme?.lowercased(), !schemes.contains(scheme) {
-                    throw TransferError(.invalidRequest, "--proto: \(scheme) is not allowed")
-                }
-                request.headers = headers
-                if let digestCredential {
-                    request.credential = digestCredential
-                    request.credentialSchemes = [.digest]
-                }
-                if case .multipart(let form) = body {
-                    // Sets the streamed body, Content-Type with the boundary and Content-Length.
-                    request = try form.request(byFinalizing: request)
-                }
-                request.interceptor = retry?()   // one per transfer: its own time window
-                job.request = request
-            } catch {
-                job.invalidFailure = Failure(.invalidRequest, error.message)
-            }
-            jobs.append(job)
-        }
+        var form: MultipartFormData?
+        if case .multipart(let built) = body { form = built }
+        let maker = JobMaker(method: finalMethod, headers: headers, digestCredential: digestCredential, form: form,
+                             retry: try RetryOptions.maker(options),
+                             schemes: try CurlPlan.schemes(options.curl.proto, flag: "--proto") ?? CurlPlan.allSchemes,
+                             query: query, output: output)
+        let jobs = JobList(urls: urls, maker: maker)
 
         // Limits.
         var configuration = SessionConfiguration()
@@ -329,11 +295,11 @@ struct RunPlan: Sendable {
             if rate > 0 {
                 configuration.maxTotalReceiveSpeed = rate
                 configuration.maxTotalSendSpeed = rate
-                if jobs.count > 1 {
+                if several {
                     // The engine enforces a session-wide limit for one transfer
                     // only (see FeatureOptions): give each transfer an even share
                     // of the transfers that can run at once, so the sum stays under.
-                    let share = max(1, rate / Int64(min(options.parallel, jobs.count)))
+                    let share = max(1, rate / Int64(jobs.count(upTo: options.parallel)))
                     perTransferRate = min(perTransferRate ?? share, share)
                 }
             }
@@ -414,7 +380,7 @@ struct RunPlan: Sendable {
         }
 
         let features = try FeatureOptions(options: options, perTransferRate: perTransferRate,
-                                           jobCount: jobs.count, output: output)
+                                           jobCount: urlCount, output: output)
 
         return RunPlan(jobs: jobs, configuration: configuration, body: body, acceptStatus: accept, print: selection,
                        parallel: options.parallel, progress: style, metricsPath: options.metrics,

@@ -50,7 +50,7 @@ final class Runner: Sendable {
         // Anything else on stdout (a body, status lines, headers) keeps each
         // metrics line in place among it, as printed.
         let sharesStdout = plan.print.status || plan.print.headers
-            || (plan.print.body && plan.jobs.contains { $0.output == .stdout })
+            || (plan.print.body && plan.jobs.maker.output == .stdout)
         metrics = try plan.metricsPath.map { path throws(Failure) in
             try MetricsWriter(path: path, sharesStdout: sharesStdout)
         }
@@ -89,26 +89,24 @@ final class Runner: Sendable {
     func run() async -> Int32 {
         interrupts.install(onInterrupt: { [display] in display.stop() }, beforeExit: { [metrics] in metrics?.flush() })
 
-        var results = [JobResult?](repeating: nil, count: plan.jobs.count)
-        let width = min(plan.parallel, plan.jobs.count)
+        // Only failures are kept (a run of a million jobs holds its own few).
+        var failures = FailureLog()
         if let session, runsAsBatch {
-            results = await performBatch(session)
+            await performBatch(session, failures: &failures)
         } else {
-            await withTaskGroup(of: (Int, JobResult).self) { group in
-                var next = 0
+            await withTaskGroup(of: (Job, JobResult).self) { group in
+                var jobs = plan.jobs.makeIterator()
+                var running = 0
                 var taken = 0
-                for _ in 0..<width {
-                    let job = plan.jobs[next]
+                while running < plan.parallel, let job = jobs.next() {
                     group.addTask { await self.performCounted(job) }
-                    next += 1
+                    running += 1
                 }
-                for await (index, result) in group {
-                    results[index] = result
+                for await (job, result) in group {
+                    failures.add(job, result.failure)
                     taken += 1
-                    if next < plan.jobs.count {
-                        let job = plan.jobs[next]
+                    if let job = jobs.next() {
                         group.addTask { await self.performCounted(job) }
-                        next += 1
                     }
                     // One metrics write per pass over the completions: when no
                     // other job has finished since, its line goes out now;
@@ -130,10 +128,9 @@ final class Runner: Sendable {
 
         // One line per failure, in input order; the first one decides the exit code.
         var exitCode: Int32 = 0
-        for (job, result) in zip(plan.jobs, results) {
-            guard let failure = result?.failure else { continue }
-            Terminal.note(failure.line(url: job.urlString))
-            if exitCode == 0 { exitCode = failure.status.rawValue }
+        for (_, line, status) in failures.inInputOrder() {
+            Terminal.note(line)
+            if exitCode == 0 { exitCode = status.rawValue }
         }
         // -c FILE: after every transfer, with all the cookies of the run.
         if let failure = CookieOptions.writeJar(session, to: plan.cookieJarPath) {
@@ -152,24 +149,21 @@ final class Runner: Sendable {
     private var runsAsBatch: Bool {
         plan.parallel > 1 && plan.body.isEmpty && !display.isActive && taskSpeedLimit == nil
             && plan.features.serializer == nil && plan.features.expectedSHA256 == nil && plan.features.segments == 1
-            && plan.jobs.allSatisfy { $0.output == .discard && $0.request != nil }
+            && plan.jobs.maker.output == .discard
     }
 
-    private func performBatch(_ session: SessionManager) async -> [JobResult?] {
-        var results = [JobResult?](repeating: nil, count: plan.jobs.count)
-        let requests = plan.jobs.compactMap(\.request)
-        if plan.verbose {
-            for request in requests {
-                let shown = VerboseLog.shown(url: request.url.absoluteString)
-                Terminal.note(Terminal.printable("* \(request.method) \(shown)"))
-            }
-        }
+    /// The batch takes its requests from the job list as slots free up (the
+    /// library's lazy batch): a job list of any length is never held at once.
+    /// Jobs whose URL is invalid fail without a request.
+    private func performBatch(_ session: SessionManager, failures: inout FailureLog) async {
+        let requests = BatchRequests(jobs: plan.jobs, verbose: plan.verbose)
         let options = BatchOptions(maxConcurrentRequests: plan.parallel, discardsBodies: true,
                                    collectsMetrics: metrics != nil || plan.verbose)
-        let batch = Task { [self] () -> [JobResult?] in
-            var results = [JobResult?](repeating: nil, count: plan.jobs.count)
+        let batch = Task { [self] () -> FailureLog in
+            var failures = FailureLog()
             for await element in session.results(for: requests, options: options) {
-                let job = plan.jobs[element.index]
+                for job in requests.takeInvalid() { failures.add(job, invalid(job)) }
+                guard let job = requests.take(element.index) else { continue }
                 var failure: Failure?
                 var finalResponse: HTTPResponse?
                 switch element.result {
@@ -189,41 +183,46 @@ final class Runner: Sendable {
                 record(job, response: finalResponse, metrics: element.metrics,
                        received: element.metrics?.bodyBytesReceived ?? element.bytesReceived,
                        sent: element.metrics?.bodyBytesSent ?? 0, failure: failure)
-                results[element.index] = JobResult(failure: failure)
+                failures.add(job, failure)
                 // Each line goes out as its transfer ends (a watcher of the
                 // metrics stream must not wait for slower ones).
                 metrics?.flush()
             }
-            return results
+            for job in requests.takeInvalid() { failures.add(job, invalid(job)) }
+            return failures
         }
         // Ctrl-C cancels the batch: running requests end as cancelled,
-        // queued ones never start (their results stay empty: not started).
+        // queued ones never start.
         let batchID = -1
         if !interrupts.register(id: batchID, cancel: { batch.cancel() }) { batch.cancel() }
-        let finished = await batch.value
+        failures = await batch.value
         interrupts.unregister(id: batchID)
-        for (index, result) in finished.enumerated() {
-            results[index] = result ?? JobResult(failure: Failure(.interrupted, "not started: the run was interrupted"))
-        }
-        return results
+        // Jobs taken but without a result, then those never taken: not started.
+        let notStarted = Failure(.interrupted, "not started: the run was interrupted")
+        for job in requests.takeAll() { failures.add(job, notStarted) }
+        var rest = plan.jobs.makeIterator()
+        while let job = rest.next() { failures.add(job, notStarted) }
+    }
+
+    /// A job without a request: its URL failed to parse.
+    private func invalid(_ job: Job) -> Failure {
+        let failure = job.invalidFailure ?? Failure(.invalidRequest, "invalid URL")
+        record(job, task: nil, failure: failure)
+        return failure
     }
 
     // MARK: - One job
 
     /// ``perform(_:)``, then counts the job as finished (its metrics line,
     /// if any, is in the writer's batch by then).
-    private func performCounted(_ job: Job) async -> (Int, JobResult) {
+    private func performCounted(_ job: Job) async -> (Job, JobResult) {
         let result = await perform(job)
         finished.add(1, ordering: .releasing)
-        return (job.index, result)
+        return (job, result)
     }
 
     private func perform(_ job: Job) async -> JobResult {
-        guard let request = job.request else {
-            let failure = job.invalidFailure ?? Failure(.invalidRequest, "invalid URL")
-            record(job, task: nil, failure: failure)
-            return JobResult(failure: failure)
-        }
+        guard let request = job.request else { return JobResult(failure: invalid(job)) }
         if interrupts.isInterrupted {
             return JobResult(failure: Failure(.interrupted, "not started: the run was interrupted"))
         }
@@ -758,5 +757,85 @@ private final class DownloadBox<T: AnyObject & Sendable>: Sendable {
     var value: T? {
         get { slot.withLock { $0 } }
         set { slot.withLock { $0 = newValue } }
+    }
+}
+
+/// The failures of a run, by input position: what the end of the run prints
+/// (one line each, in input order) and what decides the exit code.
+struct FailureLog {
+    private var entries: [(index: Int, line: String, status: ExitStatus)] = []
+
+    mutating func add(_ job: Job, _ failure: Failure?) {
+        guard let failure else { return }
+        entries.append((job.index, failure.line(url: job.urlString), failure.status))
+    }
+
+    func inInputOrder() -> [(index: Int, line: String, status: ExitStatus)] {
+        entries.sorted { $0.index < $1.index }
+    }
+}
+
+/// The requests of a `--discard` batch, taken from the job list as the batch
+/// asks for them. The batch numbers only the requests it got; this keeps the
+/// jobs between the two (at most the batch's window) and the jobs without a
+/// request, which never reach the batch.
+struct BatchRequests: Sequence, Sendable {
+    let jobs: JobList
+    let verbose: Bool
+    private let state = Protected(State())
+
+    private struct State {
+        /// Jobs handed to the batch, by the batch's index, until their result is taken.
+        var out: [Int: Job] = [:]
+        var invalid: [Job] = []
+    }
+
+    init(jobs: JobList, verbose: Bool) {
+        self.jobs = jobs
+        self.verbose = verbose
+    }
+
+    struct Iterator: IteratorProtocol {
+        let owner: BatchRequests
+        var jobs: JobList.Iterator
+        var position = 0
+
+        mutating func next() -> Request? {
+            while let job = jobs.next() {
+                guard let request = job.request else {
+                    owner.state.withLock { $0.invalid.append(job) }
+                    continue
+                }
+                if owner.verbose {
+                    Terminal.note(Terminal.printable("* \(request.method) \(VerboseLog.shown(url: request.url.absoluteString))"))
+                }
+                let index = position
+                position += 1
+                owner.state.withLock { $0.out[index] = job }
+                return request
+            }
+            return nil
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(owner: self, jobs: jobs.makeIterator()) }
+
+    /// The job of the batch's request `index`, once.
+    func take(_ index: Int) -> Job? { state.withLock { $0.out.removeValue(forKey: index) } }
+
+    /// The jobs without a request met so far.
+    func takeInvalid() -> [Job] {
+        state.withLock { state in
+            defer { state.invalid.removeAll() }
+            return state.invalid
+        }
+    }
+
+    /// Every job handed out and not taken, in input order (after a cancel).
+    func takeAll() -> [Job] {
+        state.withLock { state in
+            defer { state.out.removeAll() }
+            return state.out.values.sorted { $0.index < $1.index }
+        }
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The resume journal's one owner is the engine (ct_journal.c): these check
+/// The resume journal's one owner is the engine (ct_journal_format.c): these check
 /// its reader against what its writer produces and against journals a crash,
 /// another version or a hostile file could leave.
 @Suite("ct_journal format")

@@ -212,6 +212,33 @@ struct CLIExitCodeTests {
         }
     }
 
+    @Test("a --discard batch from a URL file: invalid lines fail in place, the first failure in input order decides")
+    func discardBatchWithInvalidLines() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        // Given: 300 URLs, with a bad status at 40, a URL that does not parse at 120
+        // (the batch never sees it) and a refused scheme at 250.
+        var urls = (0..<300).map { server.url("/bytes/\(100 + $0 % 50)").absoluteString }
+        urls[40] = server.url("/status/404").absoluteString
+        urls[120] = "http://[not-a-host/x"
+        urls[250] = "ftp://127.0.0.1/file"
+        let list = directory.file("urls.txt").path
+        try (urls.joined(separator: "\n") + "\n").write(toFile: list, atomically: true, encoding: .utf8)
+
+        // When
+        let output = try CLI.run(["get", "-s", "--parallel", "8", "--discard", "--url-file", list])
+
+        // Then: one line per failure, in input order; the 404 (exit 9) came first.
+        #expect(output.status == 9, "\(output.stderrText)")
+        let lines = output.stderrText.split(separator: "\n")
+        #expect(lines.count == 3, "\(output.stderrText)")
+        #expect(lines.first?.contains("/status/404") == true)
+        #expect(lines.dropFirst().first?.contains("[not-a-host") == true)
+        #expect(lines.last?.contains("ftp://127.0.0.1/file") == true)
+        #expect(server.requestCount == 298)
+    }
+
     @Test("--parallel runs transfers to one host at once: a small body does not wait for slow ones")
     func parallelDoesNotSerialise() async throws {
         let server = try await TestServer.start()

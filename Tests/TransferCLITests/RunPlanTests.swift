@@ -56,11 +56,12 @@ struct RunPlanTests {
                                                     first])
         let verb = try #require(command as? any Verb)
         let plan = try RunPlan.make(verb: verb)
+        let jobs = Array(plan.jobs)
 
         // Then
-        #expect(plan.jobs.count == 20_000)
+        #expect(jobs.count == 20_000)
         var mismatches: [String] = []
-        for (position, job) in plan.jobs.enumerated() {
+        for (position, job) in jobs.enumerated() {
             let url = position < expected.count ? expected[position] : "(none)"
             var ok = job.index == position && job.urlString == url && job.output == .discard
             if url.hasPrefix("ftp:") {
@@ -73,8 +74,8 @@ struct RunPlanTests {
         }
         #expect(mismatches.isEmpty, "\(mismatches.count) jobs differ, first: \(mismatches.prefix(5))")
         // One URL named many times: equal requests.
-        #expect(plan.jobs[1].request == plan.jobs[3].request)
-        #expect(plan.jobs[1].request != plan.jobs[2].request)
+        #expect(jobs[1].request == jobs[3].request)
+        #expect(jobs[1].request != jobs[2].request)
     }
 
     @Test("every job of a multipart upload gets its own form body")
@@ -82,12 +83,60 @@ struct RunPlanTests {
         let command = try TransferTool.parseAsRoot(["post", "-F", "a=1", "http://127.0.0.1:9/x", "http://127.0.0.1:9/x"])
         let verb = try #require(command as? any Verb)
 
-        let plan = try RunPlan.make(verb: verb)
+        let jobs = Array(try RunPlan.make(verb: verb).jobs)
 
-        #expect(plan.jobs.count == 2)
-        let bodies = plan.jobs.compactMap { $0.request?.body }
+        #expect(jobs.count == 2)
+        let bodies = jobs.compactMap { $0.request?.body }
         #expect(bodies.count == 2)
         // Each finalised form is its own stream provider (no shared stream between jobs).
         #expect(bodies[0] != bodies[1])
+    }
+
+    @Test("the URL file is read as jobs are taken: a plan is made from a pipe whose writer has not finished")
+    func urlFileIsStreamed() throws {
+        let directory = try TemporaryDirectory()
+        let fifo = directory.file("urls.fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // Read-write: the open does not wait for a reader, and the plan's open finds a writer.
+        let writer = open(fifo, O_RDWR | O_CLOEXEC)
+        try #require(writer >= 0)
+        var writerOpen = true
+        defer { if writerOpen { close(writer) } }
+        func send(_ text: String) { #expect(text.utf8.withContiguousStorageIfAvailable { write(writer, $0.baseAddress, $0.count) } == text.utf8.count) }
+        send("http://127.0.0.1:9/a\n# comment\nhttp://127.0.0.1:9/b\n")
+
+        // When: two lines are there and the file goes on.
+        let command = try TransferTool.parseAsRoot(["get", "--discard", "--url-file", fifo])
+        let plan = try RunPlan.make(verb: try #require(command as? any Verb))
+        var jobs = plan.jobs.makeIterator()
+
+        // Then: the plan was made, and the jobs come as the lines do.
+        #expect(jobs.next()?.urlString == "http://127.0.0.1:9/a")
+        #expect(jobs.next()?.urlString == "http://127.0.0.1:9/b")
+        send("http://127.0.0.1:9/c")   // the last line, without a line break
+        close(writer)
+        writerOpen = false
+        let last = jobs.next()
+        #expect(last?.urlString == "http://127.0.0.1:9/c" && last?.index == 2 && last?.request != nil)
+        #expect(jobs.next() == nil)
+    }
+
+    @Test("a URL file line longer than 1 MiB fails as its own job; the lines around it run")
+    func overlongLineIsOneFailure() throws {
+        let directory = try TemporaryDirectory()
+        let list = directory.file("urls.txt")
+        var text = "http://127.0.0.1:9/before\n"
+        text += "http://127.0.0.1:9/" + String(repeating: "x", count: 3 << 20) + "\n"
+        text += "http://127.0.0.1:9/after\n"
+        try text.write(to: list, atomically: true, encoding: .utf8)
+
+        let command = try TransferTool.parseAsRoot(["get", "--discard", "--url-file", list.path])
+        let jobs = Array(try RunPlan.make(verb: try #require(command as? any Verb)).jobs)
+
+        #expect(jobs.map(\.index) == [0, 1, 2])
+        #expect(jobs.first?.request?.url.absoluteString == "http://127.0.0.1:9/before")
+        #expect(jobs.dropFirst().first?.request == nil)
+        #expect(jobs.dropFirst().first?.invalidFailure?.detail.contains("longer than 1 MiB") == true)
+        #expect(jobs.last?.request?.url.absoluteString == "http://127.0.0.1:9/after")
     }
 }

@@ -63,12 +63,11 @@ print(created.id)
 
 private func migrating5() async throws {
 struct Login: Encodable { var user: String; var password: String }
+struct Token: Decodable, Sendable { var token: String }
 let session = try SessionManager()
-var request = try Request("https://api.example.com/v1/login", method: .post)
-request.headers["Content-Type"] = "application/json"
-let body = try JSONEncoder().encode(Login(user: "ada", password: "secret"))
-let (data, response) = try await session.upload(for: request, from: body)
-print(response.statusCode, data.count)
+let request = try Request("https://api.example.com/v1/login").withJSONBody(Login(user: "ada", password: "secret"))
+let token = try await session.decodable(Token.self, for: request)
+print(token.token)
 }
 
 private func migrating6() async throws {
@@ -502,6 +501,68 @@ let user: User = try await api.get("users/1", as: User.self)
 print(user.name)
 }
 
+private func async1() async throws {
+struct User: Decodable, Sendable { var id: Int; var name: String }
+let session = try SessionManager()
+let user = try await session.decodable(User.self, for: Request("https://api.example.com/users/1"))
+}
+
+private func async2() async throws {
+struct NewUser: Encodable, Sendable { var name: String }
+struct Created: Decodable, Sendable { var id: Int }
+let session = try SessionManager()
+let request = try Request("https://api.example.com/users").withJSONBody(NewUser(name: "Ada"))
+let created = try await session.decodable(Created.self, for: request)
+}
+
+private func async3() async throws {
+struct Uploaded: Decodable, Sendable { var id: Int }
+let session = try SessionManager()
+let request = try Request("https://api.example.com/avatar").withMultipartBody { form in
+    form.append(formField: "ada", name: "user")
+    try form.append(fileURL: URL(fileURLWithPath: "/tmp/avatar.png"), name: "avatar")
+}
+let uploaded = try await session.decodable(Uploaded.self, for: request)
+}
+
+private func async4() async throws {
+let session = try SessionManager()
+let destination = URL(fileURLWithPath: "/srv/big.iso")
+let download = try session.download(Request("https://example.com/big.iso"), to: destination)
+Task { for await progress in download.progress { print(progress.fractionCompleted ?? 0) } }
+// Later, to pause: the partial file is kept.
+if let resumeData = await download.cancelProducingResumeData() {
+    let (file, _) = try await session.download(resumingWith: resumeData, to: destination).value
+    print(file.path)
+}
+}
+
+private func async5() async throws {
+let session = try SessionManager()
+let requests = try (1...1000).map { try Request("https://api.example.com/items/\($0)") }
+for case .success(let (data, response)) in await session.data(for: requests, maxConcurrentRequests: 64)
+where response.statusCode == 200 {
+    print(data.count)
+}
+}
+
+private func async6() async throws {
+struct User: Decodable, Sendable { var id: Int; var name: String }
+let session = try SessionManager()
+var policy = SecurityPolicy.policy(pinningMode: .publicKey)
+policy.pinnedPublicKeyHashes = ["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "5Y3pmmJb5lRK1vTAfTdfQkS4dMvbsQ0XXw2M2g7N6Sk="]
+try session.setSecurityPolicy(policy)
+let user = try await session.decodable(User.self, for: Request("https://api.example.com/users/1"))
+}
+
+private func async7() async throws {
+struct User: Decodable, Sendable { var id: Int; var name: String }
+var configuration = SessionConfiguration.default
+configuration.interceptor = RetryPolicy(maximumAttempts: 4, initialDelay: .milliseconds(250))
+let session = try SessionManager(configuration: configuration)
+let user = try await session.decodable(User.self, for: Request("https://api.example.com/users/1"))
+}
+
 private func doccDownloadsAndResume() async throws {
 let session = try SessionManager()
 let request = try Request("https://example.com/big.iso")
@@ -689,7 +750,7 @@ struct DocSnippetsTests {
             .map { try String(contentsOf: root.appendingPathComponent($0), encoding: .utf8) }
             .joined()
         // Each page with the text that comes right before its compiled blocks.
-        var pages = ["docs/ARCHITECTURE.md", "docs/AFNETWORKING.md", "docs/MIGRATING.md", "docs/COOKBOOK.md", "docs/GETTING-STARTED.md"].map { ($0, "") }
+        var pages = ["docs/ARCHITECTURE.md", "docs/AFNETWORKING.md", "docs/MIGRATING.md", "docs/COOKBOOK.md", "docs/GETTING-STARTED.md", "docs/ASYNC.md"].map { ($0, "") }
         pages += try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Sources/Transfer/Transfer.docc").path)
             .filter { $0.hasSuffix(".md") }.sorted().map { ("Sources/Transfer/Transfer.docc/" + $0, "") }
         pages.append(("README.md", "<!-- consumer-check: main.swift -->\n"))
@@ -706,6 +767,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 62)
+        #expect(count == 69)
     }
 }

@@ -2,7 +2,7 @@
  * ct_journal.h - the resume journal, read and written by the engine only.
  *
  * A file sink with a `journal_path` keeps its journal itself (ct_transfer.h,
- * format in ct_journal.c). A later task or process that wants to continue
+ * format in ct_journal_format.c). A later task or process that wants to continue
  * the download reads it back with ct_journal_read(); nothing else parses the
  * format. ct_journal_write() lays down a journal the way the engine does
  * (temporary file, fsync, rename, directory fsync), for tools and tests that

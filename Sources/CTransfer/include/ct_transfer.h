@@ -163,7 +163,7 @@ struct ct_transfer_spec {
   struct ct_counters *_Nullable counters;
 
   /* Crash-safe resume (file sinks). With `journal_path` set, the loop keeps
-   * a small text journal there (format in ct_journal.c): the URL, the
+   * a small text journal there (format in ct_journal_format.c): the URL, the
    * response's validators, the segment range and `durable`, the file
    * offset up to which the part file holds response bytes. The journal
    * only ever claims bytes that were written and fdatasync'd before it was

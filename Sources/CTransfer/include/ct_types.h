@@ -7,6 +7,13 @@
 #ifndef CT_TYPES_H
 #define CT_TYPES_H
 
+/* The engine is built on Linux interfaces (epoll, eventfd, timerfd,
+ * netlink). Every source of the engine, and Swift's import of it, includes
+ * this header: a build anywhere else stops here, with what to do. */
+#if !defined(__linux__)
+#error "Transfer builds on Linux only (its engine uses epoll, eventfd, timerfd and netlink). On macOS or Windows, build and test it in a Linux container: see docs/PLATFORMS.md and the Dockerfile at the top of the repository."
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 

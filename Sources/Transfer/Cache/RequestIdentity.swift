@@ -1,7 +1,7 @@
 import Foundation
 
 /// Who a request says is asking: the credentials of every kind it may send,
-/// as the response cache and ``ResourceDownloader`` see them (issue 25).
+/// as the response cache and ``ResourceDownloader`` see them.
 ///
 /// A response to a request that carried any of these is that user's: it is
 /// not handed to a request that did not carry the same, unless the server

@@ -108,7 +108,7 @@ public final class ResponseCache: Sendable, Hashable {
             // The temporary folder's rules: made 0700 when missing, then
             // checked without following a symlink (ours, a directory, no
             // group or other bits). A folder others can write to would let
-            // them plant a response for any URL (issue 25 item 5).
+            // them plant a response for any URL.
             try TemporaryFolder.prepare(folder.path)
         } catch {
             var failure = error

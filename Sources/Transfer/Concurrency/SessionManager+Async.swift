@@ -58,18 +58,12 @@ extension SessionManager {
 
     /// Uploads the file at `fileURL` (read in large blocks) and returns the response body.
     public func upload(for request: Request, fromFile fileURL: URL) async throws(TransferError) -> (Data, HTTPResponse) {
-        var request = request
-        request.body = .file(fileURL)
-        if request.method == .get { request.method = .post }
-        return try await data(for: request)
+        try await data(for: request.uploading(.file(fileURL)))
     }
 
     /// Uploads `bodyData` and returns the response body.
     public func upload(for request: Request, from bodyData: Data) async throws(TransferError) -> (Data, HTTPResponse) {
-        var request = request
-        request.body = .data(bodyData)
-        if request.method == .get { request.method = .post }
-        return try await data(for: request)
+        try await data(for: request.uploading(.data(bodyData)))
     }
 
     /// Downloads the body straight to `destination`; no body byte enters Swift.

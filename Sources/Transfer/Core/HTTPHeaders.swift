@@ -92,10 +92,19 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
     }
 
-    /// Fields of `other` replace fields of the same name here.
+    /// Fields of `other` replace fields of the same name here. A name that
+    /// `other` repeats keeps all its fields (two `X-Tag` of a request are
+    /// both sent; they replace the session's `X-Tag`).
     public func merging(_ other: HTTPHeaders) -> HTTPHeaders {
         var result = self
-        for field in other { result.replaceOrAdd(name: field.name, value: field.value) }
+        var replaced: Set<String> = []
+        for field in other {
+            if replaced.insert(field.name.lowercased()).inserted {
+                result.replaceOrAdd(name: field.name, value: field.value)
+            } else {
+                result.add(name: field.name, value: field.value)
+            }
+        }
         return result
     }
 

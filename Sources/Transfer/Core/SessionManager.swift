@@ -16,6 +16,8 @@ public final class SessionManager: Sendable {
     public let cookieStore: CookieStore?
     /// The session's response cache (``SessionConfiguration/responseCache``); nil: none.
     public let responseCache: ResponseCache?
+    /// The engine; its deinit (when the session goes) stops the loop: every
+    /// transfer finishes, as cancelled, and releases its task.
     let engine: Engine
     /// What tasks ask of the engine for their transfers: `engine`, or a
     /// test's own (``TransferEngine``).
@@ -110,11 +112,6 @@ public final class SessionManager: Sendable {
     }
 
     let queueKey = DispatchSpecificKey<Bool>()
-
-    deinit {
-        // `engine` deinit stops the loop: every transfer finishes (cancelled)
-        // and its box releases its task.
-    }
 
     // MARK: - Properties
 

@@ -276,7 +276,7 @@ public final class ResourceDownloader<Value: Sendable>: Sendable {
 
     /// The key `request` is joined and cached under, or nil when it shares
     /// nothing: it has a body, or it says who is asking and the caller named
-    /// no sharing key (issue 25: one user's private body went to another).
+    /// no sharing key: one user's private body must never reach another.
     private func sharedKey(for request: Request, sharingKey: String?) -> String? {
         guard request.body == nil else { return nil }
         if let sharingKey { return sharingKey }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What the engine's resume journal says, read back by a later task or
-/// process. The engine owns the format (`ct_journal.c`): it writes the
+/// process. The engine owns the format (`ct_journal_format.c`): it writes the
 /// journal and parses it (`read(at:)`, `parse(_:)` and `write(to:)` in
 /// Bridging/ResumeJournal+Engine.swift); nothing here knows its syntax.
 ///

@@ -33,32 +33,25 @@ public enum PropertyListValue: Sendable, Hashable {
     }
 
     /// The string, when the value is one; else nil.
-    public var stringValue: String? {
-        if case .string(let value) = self { return value }
-        return nil
-    }
+    public var stringValue: String? { scalar?.string }
 
     /// The boolean, when the value is one; else nil.
-    public var boolValue: Bool? {
-        if case .bool(let value) = self { return value }
-        return nil
-    }
+    public var boolValue: Bool? { scalar?.bool }
 
     /// The integer, or a real with no fraction; else nil.
-    public var intValue: Int? {
-        switch self {
-        case .int(let value): return value
-        case .double(let value): return Int(exactly: value)
-        default: return nil
-        }
-    }
+    public var intValue: Int? { scalar?.int }
 
     /// The number as a `Double` (integer or real); else nil.
-    public var doubleValue: Double? {
+    public var doubleValue: Double? { scalar?.double }
+
+    /// The value when it is a string, boolean or number (the accessors above).
+    var scalar: ScalarValue? {
         switch self {
-        case .int(let value): return Double(value)
-        case .double(let value): return value
-        default: return nil
+        case .bool(let value): return .bool(value)
+        case .int(let value): return .int(value)
+        case .double(let value): return .double(value)
+        case .string(let value): return .string(value)
+        case .date, .data, .array, .dictionary: return nil
         }
     }
 

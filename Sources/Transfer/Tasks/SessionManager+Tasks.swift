@@ -133,9 +133,7 @@ extension SessionManager {
                             progress: (@Sendable (TransferProgress) -> Void)?,
                             completionHandler: DataTask.CompletionHandler?) -> UploadTask
     {
-        var request = request
-        request.body = body
-        if request.method == .get { request.method = .post }
+        let request = request.uploading(body)
         let delegate = TaskDelegate(uploadProgress: progress, downloadProgress: nil)
         let task = UploadTask(session: self, identifier: nextIdentifier(), request: request, body: body,
                               delegate: delegate, completionHandler: completionHandler)
@@ -235,5 +233,16 @@ extension SessionManager {
             state.tasks[download.taskIdentifier] = download
             state.tasks.removeValue(forKey: dataTask.taskIdentifier)
         }
+    }
+}
+
+extension Request {
+    /// This request with `body` as its upload: a GET becomes a POST (URLSession's
+    /// rule for upload tasks); any other method stays.
+    func uploading(_ body: Body) -> Request {
+        var request = self
+        request.body = body
+        if request.method == .get { request.method = .post }
+        return request
     }
 }

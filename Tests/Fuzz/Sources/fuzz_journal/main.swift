@@ -1,4 +1,4 @@
-// The resume journal a previous process left (format in ct_journal.c),
+// The resume journal a previous process left (format in ct_journal_format.c),
 // read back by the engine's parser (ResumeJournal.parse calls
 // ct_journal_parse). Property: a parsed journal, written again by the
 // engine's formatter, parses to the same journal.

@@ -1,0 +1,36 @@
+/// A string, boolean or number out of a decoded document (``JSONValue``,
+/// ``PropertyListValue``): the one place their typed accessors convert.
+enum ScalarValue {
+    case bool(Bool)
+    case int(Int)
+    case double(Double)
+    case string(String)
+
+    var string: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    var bool: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// An integer; a double converts when it is integral and in range.
+    var int: Int? {
+        switch self {
+        case .int(let value): return value
+        case .double(let value): return Int(exactly: value)
+        default: return nil
+        }
+    }
+
+    /// A number; integers convert.
+    var double: Double? {
+        switch self {
+        case .int(let value): return Double(value)
+        case .double(let value): return value
+        default: return nil
+        }
+    }
+}
