@@ -14,6 +14,9 @@ let package = Package(
         // Consumers of `Transfer` alone do not build swift-service-lifecycle.
         .library(name: "TransferServiceLifecycle", targets: ["TransferServiceLifecycle"]),
         .executable(name: "transfer", targets: ["TransferCLI"]),
+        // Optional integrations (docs/OBSERVABILITY.md): only consumers naming these build swift-metrics/tracing.
+        .library(name: "TransferMetrics", targets: ["TransferMetrics"]),
+        .library(name: "TransferTracing", targets: ["TransferTracing"]),
         // Interop with swift-http-types (docs/INTEGRATIONS.md); `Transfer` alone never builds it.
         .library(name: "TransferHTTPTypes", targets: ["TransferHTTPTypes"]),
         // A swift-openapi-runtime `ClientTransport` on Transfer (docs/INTEGRATIONS.md).
@@ -26,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         // `swift package generate-documentation` (the DocC catalog, scripts/test.sh).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // Optional observability integrations (TransferMetrics, TransferTracing only).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // Only for the TransferHTTPTypes and TransferOpenAPI products.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.5.0"),
@@ -65,6 +71,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // swift-metrics integration: a request instrument recording OTel HTTP client metrics.
+        .target(
+            name: "TransferMetrics",
+            dependencies: ["Transfer", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        // swift-distributed-tracing integration: one client span per request, traceparent injection.
+        .target(
+            name: "TransferTracing",
+            dependencies: ["Transfer", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         // swift-http-types interop: conversions of requests, responses and header fields.
         .target(
             name: "TransferHTTPTypes",
@@ -90,6 +104,14 @@ let package = Package(
             dependencies: [
                 "Transfer", "TestSupport", "reachability-probe", "transfer-crashtest",
                 .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The optional metrics/tracing integrations, with the packages' test backends.
+        .testTarget(
+            name: "TransferObservabilityTests",
+            dependencies: [
+                "Transfer", "TransferMetrics", "TransferTracing", "TestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]),
         // Proves the test fixtures themselves (servers, nginx, certificates), not the library.
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),

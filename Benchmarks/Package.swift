@@ -13,6 +13,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
+        // `--observe observability` (issue 28): the no-op backends of the integrations.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         // Arguments, verification and the JSON result line shared by the Swift clients.
@@ -23,6 +26,10 @@ let package = Package(
             dependencies: [
                 "BenchCommon", .product(name: "Transfer", package: "Transfer"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "TransferMetrics", package: "Transfer"),
+                .product(name: "TransferTracing", package: "Transfer"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // URLSession from FoundationNetworking.

@@ -627,13 +627,13 @@ def scenarios(quick, upload_mib=256, soak_count=None):
         Scenario("s2d-discard-1g-https", "2d", "1 GiB HTTPS dropped", "1 GiB dropped (read, not stored), HTTPS HTTP/1.1",
                  "download-discard", "https", "/1g.bin", "MiB/s", everyone, expect_bytes=GIB),
         Scenario("s3-get-1k-c64", "3", "1 KiB GETs", f"{many:,} GETs of 1 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
-                 "http", "/1k.bin", "req/s", everyone + ["transfer-batch", "transfer-logger", "transfer-monitor", "transfer-completion", "wrk"], count=many,
+                 "http", "/1k.bin", "req/s", everyone + ["transfer-batch", "transfer-logger", "transfer-monitor", "transfer-completion", "transfer-observability", "wrk"], count=many,
                  concurrency=64, expect_bytes=1024),
         Scenario("s4-get-16k-c64", "4", "16 KiB GETs", f"{many:,} GETs of 16 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
                  "http", "/16k.bin", "req/s", everyone + ["transfer-batch", "wrk"], count=many, concurrency=64,
                  expect_bytes=16 * 1024),
         Scenario("s5-get-1k-c64-h2", "5", "1 KiB GETs h2", f"{many:,} GETs of 1 KiB, 64 concurrent, HTTPS HTTP/2", "many", "h2",
-                 "/1k.bin", "req/s", everyone + ["transfer-batch", "transfer-logger", "transfer-monitor", "transfer-completion", "h2load"],
+                 "/1k.bin", "req/s", everyone + ["transfer-batch", "transfer-logger", "transfer-monitor", "transfer-completion", "transfer-observability", "h2load"],
                  count=many, concurrency=64, expect_bytes=1024),
         Scenario("s6-upload-256m", "6", f"{upload_mib} MiB upload", f"{upload_mib} MiB upload (POST) from a file, HTTP/1.1", "upload", "http", "/upload",
                  "MiB/s", everyone + ["socket"]),
@@ -1299,6 +1299,9 @@ def all_clients(args, bin_dir, unshare_wrap):
         # Issue 26 item 4: a monitor that wants only completions (with metrics) keeps the fast path.
         SwiftClient("transfer-completion", "Transfer + completion monitor", f"{bin_dir}/bench-transfer",
                     is_transfer=True, extra=["--observe", "completion"]),
+        # Issue 28: TransferMetrics and TransferTracing installed, no-op metrics factory and tracer.
+        SwiftClient("transfer-observability", "Transfer + metrics + tracing (no-op)", f"{bin_dir}/bench-transfer",
+                    is_transfer=True, extra=["--observe", "observability"]),
         # Issue 14 item 2b / issue 15 item 6: the same 1 GiB through the chunk hook, and
         # through stream(for:) with a reader that touches every byte (scenario 1d).
         SwiftClient("transfer-hook", "Transfer chunk hook", f"{bin_dir}/bench-transfer", is_transfer=True,

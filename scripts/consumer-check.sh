@@ -18,6 +18,11 @@
 # the real repository, tag a throwaway clone:
 #   git clone . /tmp/cc && git -C /tmp/cc tag 0.1.0 && scripts/consumer-check.sh /tmp/cc
 #
+# Then scripts/consumer-check-integrations.sh (issue 28 item 3): from a fresh
+# clone, a consumer of `Transfer` alone builds neither swift-metrics nor
+# swift-distributed-tracing, and one of TransferMetrics/TransferTracing builds.
+# It needs no tag and runs on its own too.
+#
 # Exit 0 when the consumer printed what it should; 1 otherwise (with the
 # build or run output); 2 on a usage error.
 set -euo pipefail
@@ -28,7 +33,7 @@ repo=""
 for argument in "$@"; do
     case "$argument" in
         --tag-clone) tag_clone=1 ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) usage ;;
         *) [ -z "$repo" ] || usage; repo=$argument ;;
     esac
@@ -118,4 +123,5 @@ output=$(cd "$work/hello" && .build/debug/hello "http://127.0.0.1:$port/file.bin
 echo "consumer-check: the consumer printed: $output"
 expected="status 200, $size bytes"
 [ "$output" = "$expected" ] || { echo "consumer-check: expected '$expected'" >&2; exit 1; }
+"$(dirname "$0")/consumer-check-integrations.sh" "$repo" || exit 1
 echo "consumer-check: ok"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""List the public declarations of Transfer, TransferTerminal, TransferHTTPTypes
-and TransferOpenAPI that have no
+"""List the public declarations of Transfer and its other library modules
+(TransferTerminal and the integrations) that have no
 doc comment. Exit 1 (and print file:line: name for each) when any is missing.
 
   scripts/doc-coverage.py               build the symbol graphs, then check
@@ -35,9 +35,11 @@ import subprocess
 import sys
 import tempfile
 
-MODULES = ("Transfer", "TransferTerminal", "TransferHTTPTypes", "TransferOpenAPI")
+MODULES = ("Transfer", "TransferTerminal", "TransferHTTPTypes", "TransferOpenAPI", "TransferMetrics",
+           "TransferTracing", "TransferServiceLifecycle")
 # The targets to build so that every module above has its graph.
-BUILD_TARGETS = ("TransferTerminal", "TransferOpenAPI")
+BUILD_TARGETS = ("TransferTerminal", "TransferOpenAPI", "TransferMetrics", "TransferTracing",
+                 "TransferServiceLifecycle")
 SOURCES = tuple("Sources/%s/" % m for m in MODULES)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

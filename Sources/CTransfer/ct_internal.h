@@ -547,6 +547,8 @@ struct ct_loop {
   int64_t admitted;
   struct cti_transfer *held;
   struct cti_transfer *held_tail;
+  int64_t held_count;            /* atomic, one writer: transfers in `held` */
+  int64_t open_sockets;          /* atomic, one writer: ct_tls_sockets.c */
   int admitting;                 /* admit_held() runs: no re-entry */
   CURL *easy_pool[CTI_EASY_POOL];  /* handles kept for reuse, set up */
   uint64_t easy_profile[CTI_EASY_POOL];  /* ... with this profile */

@@ -516,6 +516,13 @@ int64_t ct_loop_active_count(const struct ct_loop *loop)
   return __atomic_load_n(&loop->active, __ATOMIC_RELAXED);
 }
 
+void ct_loop_pool_stats(const struct ct_loop *loop, struct ct_pool_stats *out)
+{
+  out->open_connections = __atomic_load_n(&loop->open_sockets, __ATOMIC_RELAXED);
+  out->active_transfers = __atomic_load_n(&loop->active, __ATOMIC_RELAXED);
+  out->queued_transfers = __atomic_load_n(&loop->held_count, __ATOMIC_RELAXED);
+}
+
 uint64_t ct_loop_wakeups(const struct ct_loop *loop)
 {
   return __atomic_load_n(&loop->wakeups, __ATOMIC_RELAXED);

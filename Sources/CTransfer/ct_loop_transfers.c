@@ -113,6 +113,9 @@ static void unhold(struct ct_loop *loop, struct cti_transfer *t)
     loop->held_tail = t->held_prev;
   t->held_next = t->held_prev = NULL;
   t->held = 0;
+  __atomic_store_n(&loop->held_count,
+                   __atomic_load_n(&loop->held_count, __ATOMIC_RELAXED) - 1,
+                   __ATOMIC_RELAXED);
 }
 
 void cti_loop_admit_held(struct ct_loop *loop)
@@ -216,6 +219,9 @@ void cti_loop_add(struct ct_loop *loop, struct cti_transfer *t)
     else
       loop->held = t;
     loop->held_tail = t;
+    __atomic_store_n(&loop->held_count,
+                     __atomic_load_n(&loop->held_count, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
     return;
   }
   admit(loop, t);

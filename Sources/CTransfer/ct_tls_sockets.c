@@ -70,6 +70,9 @@ curl_socket_t cti_tls_open_socket(void *clientp, curlsocktype purpose,
   slot->open = 1;
   slot->generation = t->trust_generation;
   slot->opener = t->id;
+  __atomic_store_n(&loop->open_sockets,
+                   __atomic_load_n(&loop->open_sockets, __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELAXED);
   return fd;
 }
 
@@ -78,6 +81,10 @@ int cti_tls_close_socket(void *clientp, curl_socket_t fd)
   struct ct_loop *loop = clientp;
   struct cti_tracked_socket *slot = find(loop, fd);
 
+  if(slot && slot->open)
+    __atomic_store_n(&loop->open_sockets,
+                     __atomic_load_n(&loop->open_sockets, __ATOMIC_RELAXED) - 1,
+                     __ATOMIC_RELAXED);
   if(slot)
     slot->open = 0;
   return close(fd);

@@ -52,9 +52,10 @@ public struct Options: Sendable {
     /// `--api data|batch|lazy` (bench-transfer, `many` and `soak`): one `data(for:)` per request
     /// (default), the batch API over an array, or the batch API over a lazy sequence.
     public var api = "data"
-    /// `--observe logger|monitor|completion` (bench-transfer): a logger at `.info` (the per-request
-    /// events are `.debug`: logging configured but off), or one event monitor that counts
-    /// every event, or one that wants only completions. Measures what observation costs.
+    /// `--observe logger|monitor|completion|observability` (bench-transfer): a logger at `.info`
+    /// (the per-request events are `.debug`: logging configured but off), or one event monitor
+    /// that counts every event, or one that wants only completions, or the TransferMetrics and
+    /// TransferTracing integrations with no-op backends. Measures what observation costs.
     public var observe: String?
     /// `--stream none|hook|slow` (bench-transfer, `download-discard`): drop the body in C
     /// (default), stream it through the `dataTaskDidReceiveData` hook, or read it through
@@ -108,7 +109,7 @@ public struct Options: Sendable {
                 api = text
             case "--observe":
                 let text = try value(name)
-                guard ["logger", "monitor", "completion"].contains(text) else { throw BenchError("unknown --observe \(text)") }
+                guard ["logger", "monitor", "completion", "observability"].contains(text) else { throw BenchError("unknown --observe \(text)") }
                 observe = text
             default: throw BenchError("unknown argument \(name)")
             }

@@ -7,10 +7,14 @@
 // soak` makes --count requests in --rounds rounds and samples RSS, fds and
 // threads after each (issue 30 item 7).
 import BenchCommon
+import CoreMetrics
 import Foundation
 import Logging
 import Synchronization
+import Tracing
 import Transfer
+import TransferMetrics
+import TransferTracing
 
 /// `--observe monitor`: one monitor that counts what it is told, on its own queue.
 final class CountingMonitor: EventMonitor {
@@ -54,6 +58,11 @@ func makeSession(_ options: Options) throws -> SessionManager {
         configuration.eventMonitors = [CountingMonitor()]
     case "completion":
         configuration.eventMonitors = [CompletionCountingMonitor()]
+    case "observability":
+        // Issue 28: both integrations installed, with backends that record nothing.
+        configuration.requestInstruments = [
+            TransferMetrics(factory: NOOPMetricsHandler.instance), TransferTracing(tracer: NoOpTracer()),
+        ]
     default:
         break
     }

@@ -276,6 +276,20 @@ ct_code ct_loop_set_total_speed_limit(struct ct_loop *_Nonnull loop,
  * loop iterations (epoll returns) so far. Relaxed reads. */
 int64_t ct_loop_active_count(const struct ct_loop *_Nonnull loop);
 uint64_t ct_loop_wakeups(const struct ct_loop *_Nonnull loop);
+
+/* The connection pool at a glance, for metrics gauges (relaxed reads, any
+ * thread, no lock; the fields are read one by one, not as one snapshot):
+ * sockets the engine's transfers opened and that are not closed yet (in use
+ * or idle in libcurl's pool); transfers submitted and not finished; and of
+ * those, transfers waiting in the loop for a connection under the
+ * open-file budget (ct_fdlimit.c). */
+struct ct_pool_stats {
+  int64_t open_connections;
+  int64_t active_transfers;
+  int64_t queued_transfers;
+};
+void ct_loop_pool_stats(const struct ct_loop *_Nonnull loop,
+                        struct ct_pool_stats *_Nonnull out);
 /* Introspection for tests: how often the loop drove a TLS connection again
  * because OpenSSL held records read ahead that epoll cannot report (bulk
  * HTTPS bodies, ct_tls_read.c). Relaxed read, any thread. */

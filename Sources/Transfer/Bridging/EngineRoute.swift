@@ -60,6 +60,10 @@ final class EngineRoute: EngineTarget, @unchecked Sendable {
     override func engineWillFollowRedirect(status: Int, from: UnsafePointer<CChar>, to location: UnsafePointer<CChar>) {
         let task = owner
         let observation = task.session.observation
+        if !task.requestObservers.isEmpty {
+            task.requestObservers.redirect(from: String(cString: from), to: String(cString: location),
+                                           statusCode: status)
+        }
         guard observation.isActive(for: task) else { return }
         observation.task(task, willFollowRedirectFrom: String(cString: from), to: String(cString: location),
                          statusCode: status)

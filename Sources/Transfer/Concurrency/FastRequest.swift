@@ -41,6 +41,9 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     /// made at finish only when some monitor wants it; taken at the end of
     /// the pass (loop thread).
     var completion: CompletedRequest?
+    /// What the session's request instruments returned for this request
+    /// (``RequestInstrument``); empty without instruments.
+    let observers: [any RequestObserver]
 
     /// The result, leaving none behind (a batch keeps its requests until it ends).
     func takeOutcome() -> BatchResult? {
@@ -48,9 +51,12 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         return outcome
     }
 
-    init(session: SessionManager, request: Request, run: BatchRun? = nil, index: Int = 0) {
+    init(session: SessionManager, request: Request, run: BatchRun? = nil, index: Int = 0,
+         observers: [any RequestObserver] = [])
+    {
         self.session = session
         self.request = request
+        self.observers = observers
         self.run = run
         self.index = index
     }
@@ -63,10 +69,10 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     /// when the request cannot start.
     func start() {
         if Task.isCancelled || isCancelled {
-            return resume(.failure(TransferError(.cancelled, "cancelled", url: request.url)))
+            return fail(TransferError(.cancelled, "cancelled", url: request.url))
         }
         guard session.engine.pass.registry.admit(self, late: SessionAdmission.admits(session)) else {
-            return resume(.failure(SessionManager.invalidatedError(url: request.url)))
+            return fail(SessionManager.invalidatedError(url: request.url))
         }
         let strings = CStrings()
         defer { strings.free() }
@@ -75,16 +81,24 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             spec = try session.fastSpec(for: request, strings: strings, discardsBody: false)
         } catch {
             session.engine.pass.registry.remove(self)
-            return resume(.failure(error))
+            return fail(error)
         }
         switch session.engine.submit(&spec, target: self) {
         case .failure(var error):
             session.engine.pass.registry.remove(self)
             error.url = request.url
-            resume(.failure(error))
+            fail(error)
         case .success(let id):
             didSubmit(id: id)
         }
+    }
+
+    /// Fails a request that never reached the engine (its observers hear of it).
+    private func fail(_ error: TransferError) {
+        let completed = CompletedRequest(request: request, response: nil, metrics: nil, error: error,
+                                         taskIdentifier: nil)
+        for observer in observers { observer.requestDidComplete(completed) }
+        resume(.failure(error))
     }
 
     private func resume(_ result: DataResult) {
@@ -155,6 +169,11 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         }
     }
 
+    override func engineWillFollowRedirect(status: Int, from: UnsafePointer<CChar>, to location: UnsafePointer<CChar>) {
+        if observers.isEmpty { return }
+        observers.redirect(from: String(cString: from), to: String(cString: location), statusCode: status)
+    }
+
     override func engineDidFinish(_ result: EngineResult) {
         var current = state.load(ordering: .acquiring)
         while current != Self.finishedMark {
@@ -190,14 +209,18 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             value = .failure(error)
         }
         let wantsCompletion = session.observation.wantsCompletions
-        let metrics = run?.options.collectsMetrics == true || wantsCompletion ? result.metrics : nil
+        let observed = !observers.isEmpty
+        let metrics = run?.options.collectsMetrics == true || wantsCompletion || observed ? result.metrics : nil
         outcome = BatchResult(index: index, result: value, metrics: run?.options.collectsMetrics == true ? metrics : nil,
                               bytesReceived: result.bodyBytesReceived)
-        if wantsCompletion {
+        if wantsCompletion || observed {
             let error: TransferError?
             if case .failure(let failure) = value { error = failure } else { error = nil }
-            completion = CompletedRequest(request: request, response: response, metrics: metrics, error: error,
-                                          taskIdentifier: nil)
+            let completed = CompletedRequest(request: request, response: response, metrics: metrics, error: error,
+                                             taskIdentifier: nil)
+            if wantsCompletion { completion = completed }
+            // Inline, before the caller is resumed (see RequestObserver).
+            for observer in observers { observer.requestDidComplete(completed) }
         }
         session.engine.pass.didFinish(self)
     }
@@ -210,7 +233,9 @@ extension SessionManager {
 
     /// Sends `request` on the fast path (see ``data(for:)`` for when).
     func fastData(for request: Request) async throws(TransferError) -> (Data, HTTPResponse) {
-        let fast = FastRequest(session: self, request: request)
+        var request = request
+        let observers = observation.instruments.start(&request)
+        let fast = FastRequest(session: self, request: request, observers: observers)
         let result = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<DataResult, Never>) in
                 fast.continuation = continuation

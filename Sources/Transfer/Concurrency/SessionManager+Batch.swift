@@ -393,6 +393,8 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     private let state: Protected<State>
     /// Requests that finished in the current loop pass (loop thread only).
     private var finishedThisPass: [FastRequest] = []
+    /// The session's request instruments, bound on the caller's thread.
+    private let instruments: [any RequestInstrument]
 
     private struct State {
         /// Where requests come from; nil once it has none left.
@@ -417,6 +419,8 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
         self.checksEachRequest = checksEachRequest
         self.output = output
         self.state = Protected(State(source: source))
+        let instruments = session.observation.instruments
+        self.instruments = instruments.isEmpty ? [] : instruments.map { $0.bound() }
     }
 
     /// Caller's thread: the first window.
@@ -511,7 +515,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
             specs.reserveCapacity(room)
             targets.reserveCapacity(room)
             var taken = 0
-            while taken < room, let request = state.source?.next() {
+            while taken < room, var request = state.source?.next() {
                 let index = state.next
                 state.next += 1
                 taken += 1
@@ -523,11 +527,14 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
                     tasks.append((index, startTask(request, index: index)))
                     continue
                 }
+                let observers = instruments.start(&request)
                 do throws(TransferError) {
                     specs.append(try session.fastSpec(for: request, strings: strings,
                                                       discardsBody: options.discardsBodies))
-                    targets.append(FastRequest(session: session, request: request, run: self, index: index))
+                    targets.append(FastRequest(session: session, request: request, run: self, index: index,
+                                               observers: observers))
                 } catch {
+                    Self.notify(observers, of: request, error)
                     record(&state, index, .failure(error))
                 }
             }
@@ -556,12 +563,21 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
                 for request in targets {
                     var error = error
                     error.url = request.request.url
+                    Self.notify(request.observers, of: request.request, error)
                     record(&state, request.index, .failure(error))
                 }
             case .success(let ids):
                 for (request, id) in zip(targets, ids) { request.didSubmit(id: id) }
             }
         }
+    }
+
+    /// Tells a request's observers it failed before reaching the engine.
+    private static func notify(_ observers: [any RequestObserver], of request: Request, _ error: TransferError) {
+        if observers.isEmpty { return }
+        let completed = CompletedRequest(request: request, response: nil, metrics: nil, error: error,
+                                         taskIdentifier: nil)
+        for observer in observers { observer.requestDidComplete(completed) }
     }
 
     /// A request that cannot take the fast path, as a task; its result comes

@@ -254,6 +254,15 @@ final class Engine: Sendable {
     var activeCount: Int64 { ct_loop_active_count(loop) }
     var wakeups: UInt64 { ct_loop_wakeups(loop) }
 
+    /// The pool counters of the loop (relaxed reads, no lock).
+    var poolStatistics: ConnectionPoolStatistics {
+        var stats = ct_pool_stats()
+        ct_loop_pool_stats(loop, &stats)
+        return ConnectionPoolStatistics(openConnections: Int(stats.open_connections),
+                                        activeTransfers: Int(stats.active_transfers),
+                                        queuedTransfers: Int(stats.queued_transfers))
+    }
+
     /// "all N descriptors of the open-file limit (RLIMIT_NOFILE, ulimit -n) are in use", the words of
     /// the engine's own messages (ct_fdlimit.c).
     static var openFileLimitText: String {

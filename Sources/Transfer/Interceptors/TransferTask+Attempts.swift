@@ -155,6 +155,7 @@ extension TransferTask {
                     task.complete(error: error, outcome: outcome)
                 }
             case .retry, .retryAfter:
+                for observer in requestObservers { observer.requestWillRetry(attempt: count, after: failure) }
                 session.observation.task(self, willRetry: count, after: failure)
                 // What the failed attempt produced goes before the wait: a
                 // cancel during it must not leave it behind either.

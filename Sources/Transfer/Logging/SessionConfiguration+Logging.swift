@@ -50,6 +50,17 @@ extension SessionConfiguration {
         get { observation.monitors }
         set { observation.monitors = newValue }
     }
+
+    /// Instruments that see every request of sessions made with this
+    /// configuration, on every path (see ``RequestInstrument``): the seam of
+    /// the optional metrics and tracing integrations. Unlike an
+    /// ``EventMonitor`` with ``EventMonitorInterests/taskLifecycle``, an
+    /// instrument keeps requests on the fast path of ``SessionManager/data(for:)``
+    /// and the batch API. Empty (the default) costs one check per request.
+    public var requestInstruments: [any RequestInstrument] {
+        get { observation.instruments }
+        set { observation.instruments = newValue }
+    }
 }
 
 /// The logger and monitors of a configuration, kept apart so the
@@ -58,12 +69,14 @@ extension SessionConfiguration {
 struct ObservationSettings: Sendable, Hashable {
     var logger: Logger?
     var monitors: [any EventMonitor] = []
+    var instruments: [any RequestInstrument] = []
     var redaction = LogRedaction.standard
 
     static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.logger?.label == rhs.logger?.label && lhs.logger?.logLevel == rhs.logger?.logLevel
             && lhs.redaction == rhs.redaction
             && lhs.monitors.map(ObjectIdentifier.init) == rhs.monitors.map(ObjectIdentifier.init)
+            && lhs.instruments.map(ObjectIdentifier.init) == rhs.instruments.map(ObjectIdentifier.init)
     }
 
     func hash(into hasher: inout Hasher) {
@@ -71,5 +84,6 @@ struct ObservationSettings: Sendable, Hashable {
         hasher.combine(logger?.logLevel)
         hasher.combine(redaction)
         for monitor in monitors { hasher.combine(ObjectIdentifier(monitor)) }
+        for instrument in instruments { hasher.combine(ObjectIdentifier(instrument)) }
     }
 }

@@ -31,7 +31,11 @@ final class SessionObservation: Sendable {
     /// tests: a session without monitors must stay at 0).
     private let dispatched = Atomic<Int>(0)
 
+    /// ``SessionConfiguration/requestInstruments``, fixed when the session is made.
+    let instruments: [any RequestInstrument]
+
     init(_ settings: ObservationSettings) {
+        instruments = settings.instruments
         logger = settings.logger
         redaction = settings.redaction
         let level = settings.logger?.logLevel

@@ -16,6 +16,12 @@ extension SessionManager {
         let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
         let handedOver = !(task is DownloadTask) && error?.downloadTask != nil
         if !handedOver { observation.taskDidComplete(task, metrics: outcome?.metrics, error: error) }
+        if !task.requestObservers.isEmpty {
+            let completed = CompletedRequest(request: task.originalRequest, response: task.response,
+                                             metrics: outcome?.metrics, error: error,
+                                             taskIdentifier: task.taskIdentifier)
+            for observer in task.requestObservers { observer.requestDidComplete(completed) }
+        }
         if let metrics = outcome?.metrics {
             hooks.taskDidFinishCollectingMetrics?(self, task, metrics)
             delegate?.session(self, task: task, didFinishCollecting: metrics)

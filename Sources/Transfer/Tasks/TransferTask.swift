@@ -79,11 +79,18 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
 
     /// - Parameter adopting: For a task that takes over a transfer already
     ///   in the engine (become-download): its id and counters.
+    /// What the session's request instruments returned for this task's request.
+    let requestObservers: [any RequestObserver]
+
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
          adopting: (id: UInt64, counters: CounterBlock)? = nil)
     {
         self.session = session
         self.taskIdentifier = identifier
+        // The request instruments see it here, on the creating thread, and
+        // may add headers (a become-download continues the data task's request).
+        var request = request
+        requestObservers = adopting == nil ? session.observation.instruments.start(&request) : []
         self.originalRequest = request
         self.delegate = delegate
         counterBlock = adopting?.counters ?? CounterBlock()
@@ -497,6 +504,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
             return false   // refused: the redirect response is the result, as with URLSession
         }
         core.withLock { $0.currentRequest = decided }
+        for observer in requestObservers {
+            observer.requestWillRedirect(from: current.url, to: decided.url, statusCode: response.statusCode)
+        }
         session.observation.task(self, willRedirectFrom: current.url, to: decided.url,
                                  statusCode: response.statusCode, onEngineThread: false)
         discardHopResult()
