@@ -6,34 +6,30 @@
 # local `python3 -m http.server` on a free port serving a file it writes, and
 # checks that it prints status 200 and the file's byte count.
 #
-#   scripts/consumer-check.sh [--tag-clone] [REPO_PATH]
+#   scripts/consumer-check.sh [--clone] [REPO_PATH]
 #
-# REPO_PATH (default: this repository) must be a Git repository with a tag
-# 0.1.0 or later: SwiftPM resolves `from: "0.1.0"` against tags, so only
-# committed, tagged state is used. With --tag-clone the repository is first
+# REPO_PATH (default: this repository) is a Git repository; the README's line
+# names its `main` branch, so SwiftPM builds what is committed there, and no
+# tag is needed (a fresh clone has none). With --clone the repository is first
 # cloned to a temporary folder and the package depends on that clone (what a
 # consumer who cloned it would have). The README is read from REPO_PATH.
 #
-# Not part of scripts/test.sh: it needs a tag. To try a branch without tagging
-# the real repository, tag a throwaway clone:
-#   git clone . /tmp/cc && git -C /tmp/cc tag 0.1.0 && scripts/consumer-check.sh /tmp/cc
-#
-# Then scripts/consumer-check-integrations.sh (issue 28 item 3): from a fresh
+# Then scripts/consumer-check-integrations.sh from a fresh
 # clone, a consumer of `Transfer` alone builds neither swift-metrics nor
 # swift-distributed-tracing, and one of TransferMetrics/TransferTracing builds.
-# It needs no tag and runs on its own too.
+# It runs on its own too.
 #
 # Exit 0 when the consumer printed what it should; 1 otherwise (with the
 # build or run output); 2 on a usage error.
 set -euo pipefail
 
-usage() { echo "usage: scripts/consumer-check.sh [--tag-clone] [REPO_PATH]" >&2; exit 2; }
+usage() { echo "usage: scripts/consumer-check.sh [--clone] [REPO_PATH]" >&2; exit 2; }
 tag_clone=0
 repo=""
 for argument in "$@"; do
     case "$argument" in
-        --tag-clone) tag_clone=1 ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --clone|--tag-clone) tag_clone=1 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) usage ;;
         *) [ -z "$repo" ] || usage; repo=$argument ;;
     esac
@@ -42,13 +38,6 @@ done
 repo=$(cd "$repo" && pwd)
 git -C "$repo" rev-parse --git-dir > /dev/null 2>&1 || { echo "consumer-check: $repo is not a Git repository" >&2; exit 1; }
 [ -f "$repo/README.md" ] || { echo "consumer-check: no README.md in $repo" >&2; exit 1; }
-tags=$(git -C "$repo" tag --list '[0-9]*.[0-9]*.[0-9]*')
-[ -n "$tags" ] || {
-    echo "consumer-check: $repo has no version tag; SwiftPM cannot resolve from: \"0.1.0\"" >&2
-    echo "  (for a branch: git clone $repo /tmp/cc && git -C /tmp/cc tag 0.1.0 && $0 /tmp/cc)" >&2
-    exit 1
-}
-
 work=$(mktemp -d /tmp/transfer-consumer.XXXXXX)
 server=""
 cleanup() {
@@ -105,7 +94,7 @@ for _ in $(seq 1 100); do
 done
 curl -fsS -o /dev/null "http://127.0.0.1:$port/file.bin" || { echo "consumer-check: the server never answered" >&2; exit 1; }
 
-echo "consumer-check: building $work/hello against $url ($(echo "$tags" | sort -V | tail -n 1))"
+echo "consumer-check: building $work/hello against $url (branch main: $(git -C "$repo" rev-parse --short main))"
 # SwiftPM leaves lock files in TMPDIR named after the package's path: keep them in $work.
 mkdir "$work/tmp"
 if ! (cd "$work/hello" && TMPDIR="$work/tmp" swift build > "$work/build.log" 2>&1); then
