@@ -31,7 +31,7 @@ public final class SessionManager: Sendable {
     let temporaryDirectory: URL
     /// Batches engine-thread events onto `delegateQueue`.
     let mailbox: Mailbox
-    /// Event monitors and the logger (Observation/EventMonitor+FanOut.swift).
+    /// Event monitors and the logger (Observation/SessionObservation.swift).
     let observation: SessionObservation
     let state: Protected<State>
     /// Opened once the session has become invalid (SessionManager+Shutdown.swift).
