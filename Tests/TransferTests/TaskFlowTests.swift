@@ -75,8 +75,7 @@ private struct Flow {
     /// The response head of `hop`, as the engine reports it (loop thread's part).
     func respond(_ hop: ScriptedEngine.Hop, status: Int, headers: HTTPHeaders = [:]) {
         owner(of: hop).engineDidReceiveResponse(
-            ResponseHead(status: status, httpVersion: "1.1", url: hop.url, headers: headers, contentLength: -1,
-                         resumeOffset: 0))
+            HTTPResponse(url: URL(string: hop.url)!, statusCode: status, headers: headers))
         session.mailbox.flush()
     }
 

@@ -2,13 +2,17 @@ import CTransfer
 import Foundation
 
 /// The response head the engine hands an ``EngineTarget`` (`ct_response_head`).
-/// Valid during the callback only: copy what you keep.
+/// Valid during the callback only: copy what you keep. Both paths keep it as
+/// an ``HTTPResponse`` whose headers are parsed only when first read
+/// (``response(requestURL:)``); the fast path copies the parts it needs.
 struct EngineResponseHead {
     let pointer: UnsafePointer<ct_response_head>
 
     var status: Int { pointer.pointee.status }
-    /// 10, 11, 20 or 30 (see ``ResponseHead/versionString(_:)``).
+    /// 10, 11, 20 or 30 (see ``versionString(_:)``).
     var httpVersion: Int32 { pointer.pointee.http_version }
+    /// Content-Length as the engine read it; -1 when unknown.
+    var contentLength: Int64 { pointer.pointee.content_length }
     /// The URL after redirects libcurl followed.
     var effectiveURL: String { String(cString: pointer.pointee.effective_url) }
     /// The header block as received (status line excluded), not parsed.
@@ -17,8 +21,25 @@ struct EngineResponseHead {
                                                 count: pointer.pointee.raw_headers_length),
                as: UTF8.self)
     }
-    /// Copied and parsed (headers included): what the task path keeps.
-    var parsed: ResponseHead { ResponseHead(pointer.pointee) }
+    /// The head as a response, its header block kept raw and parsed on first
+    /// read. `requestURL` is reused when no redirect changed the URL (the
+    /// common case: no URL is parsed then).
+    func response(requestURL: URL) -> HTTPResponse {
+        let effective = effectiveURL
+        let url = effective == requestURL.absoluteString ? requestURL : (URL(string: effective) ?? requestURL)
+        return HTTPResponse(url: url, statusCode: status, rawHeaderBlock: rawHeaders,
+                            httpVersion: Self.versionString(httpVersion))
+    }
+
+    /// "1.0", "1.1", "2" or "3" for the engine's 10, 11, 20 and 30.
+    static func versionString(_ v: Int32) -> String {
+        switch v {
+        case 10: return "1.0"
+        case 20: return "2"
+        case 30: return "3"
+        default: return "1.1"
+        }
+    }
 }
 
 /// A finished transfer as the engine hands it to an ``EngineTarget``

@@ -29,7 +29,7 @@ final class EngineRoute: EngineTarget, @unchecked Sendable {
     }
 
     override func engineDidReceiveResponse(_ head: EngineResponseHead) {
-        owner.engineDidReceiveResponse(head.parsed)
+        owner.engineDidReceiveResponse(head.response(requestURL: owner.originalRequest.url))
     }
 
     override func engineDidProgress(_ progress: ProgressSnapshot) {

@@ -12,7 +12,7 @@ extension TaskMetrics {
         total = m.total
         redirectDuration = m.redirect
         redirectCount = Int(m.redirect_count)
-        httpVersion = m.http_version == 0 ? "" : ResponseHead.versionString(m.http_version)
+        httpVersion = m.http_version == 0 ? "" : EngineResponseHead.versionString(m.http_version)
         reusedConnection = m.reused_connection != 0
         remoteAddress = stringFromCCharArray(m.remote_ip)
         localAddress = stringFromCCharArray(m.local_ip)

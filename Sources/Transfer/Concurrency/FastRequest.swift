@@ -187,7 +187,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             let url = effectiveURL == request.url.absoluteString ? request.url
                 : (effectiveURL.flatMap { URL(string: $0) } ?? request.url)
             let built = HTTPResponse(url: url, statusCode: status, rawHeaderBlock: rawHeaders,
-                                     httpVersion: ResponseHead.versionString(version))
+                                     httpVersion: EngineResponseHead.versionString(version))
             response = built
             // The cookie store keeps what libcurl drops (SameSite, time),
             // as the task path does at the head; only when a cookie came.

@@ -30,16 +30,6 @@ enum EngineDisposition: Sendable {
     case becomeFile(path: String)
 }
 
-/// The response head as the engine reports it.
-struct ResponseHead: Sendable {
-    var status: Int
-    var httpVersion: String
-    var url: String
-    var headers: HTTPHeaders
-    var contentLength: Int64
-    var resumeOffset: Int64
-}
-
 struct ProgressSnapshot: Sendable {
     var sent: Int64
     var expectedToSend: Int64
@@ -392,28 +382,6 @@ extension Engine {
         }
         return cb
     }()
-}
-
-extension ResponseHead {
-    init(_ head: ct_response_head) {
-        status = head.status
-        httpVersion = Self.versionString(head.http_version)
-        url = String(cString: head.effective_url)
-        let raw = String(decoding: UnsafeRawBufferPointer(start: head.raw_headers, count: head.raw_headers_length),
-                         as: UTF8.self)
-        headers = HTTPHeaders(rawHeaderBlock: raw)
-        contentLength = head.content_length
-        resumeOffset = head.resume_offset
-    }
-
-    static func versionString(_ v: Int32) -> String {
-        switch v {
-        case 10: return "1.0"
-        case 20: return "2"
-        case 30: return "3"
-        default: return "1.1"
-        }
-    }
 }
 
 extension Outcome {

@@ -91,11 +91,11 @@ public class DataTask: TransferTask, @unchecked Sendable {
 
     override func needsResponseEvent() -> Bool { wantsDisposition() }
 
-    override func engineDidReceiveResponse(_ head: ResponseHead) {
-        super.engineDidReceiveResponse(head)
+    override func engineDidReceiveResponse(_ response: HTTPResponse) {
+        super.engineDidReceiveResponse(response)
         // Loop thread: the head (recorded by super first) goes straight to
         // the stream's buffer.
-        if let buffer = bodyBuffer, let response { buffer.didReceive(response) }
+        if let buffer = bodyBuffer { buffer.didReceive(response) }
     }
 
     override func engineDidReceiveData(_ data: Data) -> Bool {

@@ -286,26 +286,24 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     }
 
     /// On the delegate queue.
-    private func didProbe(_ head: ResponseHead?, _ outcome: Outcome) {
+    private func didProbe(_ head: ProbeTarget.Head?, _ outcome: Outcome) {
         parts.withLock { $0.headID = 0 }
         if parts.withLock({ $0.cancelled }) {
             finish()
             return
         }
-        guard let head, outcome.succeeded, head.status == 200 else {
+        guard let head, outcome.succeeded, head.response.statusCode == 200 else {
             // HEAD refused or odd: a plain download still has its chance.
             startSingle()
             return
         }
-        let url = URL(string: head.url) ?? request.url
-        let response = HTTPResponse(url: url, statusCode: head.status, headers: head.headers,
-                                    httpVersion: head.httpVersion)
+        let response = head.response
         parts.withLock { $0.response = response }
-        let ranges = head.headers["Accept-Ranges"]?.lowercased().contains("bytes") == true
+        let ranges = response.headers["Accept-Ranges"]?.lowercased().contains("bytes") == true
         let length = head.contentLength >= 0 ? head.contentLength : response.expectedContentLength
         let validator: String? = {
-            if let etag = head.headers["ETag"], !etag.hasPrefix("W/") { return etag }
-            return head.headers["Last-Modified"]
+            if let etag = response.headers["ETag"], !etag.hasPrefix("W/") { return etag }
+            return response.headers["Last-Modified"]
         }()
         // Below minimumSegmentSize per connection the extra round trips cost
         // more than they bring: use only as many ranges as the length fills.
@@ -703,12 +701,20 @@ extension SegmentedDownload {
     fileprivate final class ProbeTarget: EngineTarget, @unchecked Sendable {
         // @unchecked Sendable: `head` is written and read on the loop thread only.
         private let download: SegmentedDownload
-        private var head: ResponseHead?
+        private var head: Head?
+
+        /// What the probe keeps of the head.
+        struct Head {
+            var response: HTTPResponse
+            /// Content-Length as the engine read it; -1 when unknown.
+            var contentLength: Int64
+        }
 
         init(_ download: SegmentedDownload) { self.download = download }
 
         override func engineDidReceiveResponse(_ head: EngineResponseHead) {
-            self.head = head.parsed
+            self.head = Head(response: head.response(requestURL: download.request.url),
+                             contentLength: head.contentLength)
         }
 
         override func engineDidFinish(_ result: EngineResult) {

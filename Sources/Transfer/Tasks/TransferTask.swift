@@ -326,12 +326,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     /// Starts a streamed request body again; false if impossible.
     func engineRewind() -> Bool { false }
 
-    func engineDidReceiveResponse(_ head: ResponseHead) {
-        // No redirect (the common case): reuse the request's URL instead of parsing.
-        let url = head.url == originalRequest.url.absoluteString ? originalRequest.url
-            : (URL(string: head.url) ?? originalRequest.url)
-        let response = HTTPResponse(url: url, statusCode: head.status,
-                                    headers: head.headers, httpVersion: head.httpVersion)
+    /// Loop thread: the response head of the current hop (its headers are
+    /// parsed only if something reads them).
+    func engineDidReceiveResponse(_ response: HTTPResponse) {
         core.withLock { $0.response = response }
         session.observation.task(self, didReceive: response)
         session.noteCookies(of: response, for: originalRequest)   // Cookies/SessionManager+Cookies.swift
