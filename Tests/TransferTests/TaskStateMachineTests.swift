@@ -412,7 +412,8 @@ struct TaskStateMachineTests {
             return
         }
 
-        var adopted = Machine(adoptingEngineTransfer: 12, suspended: true)
+        var adopted = Machine(adoptingEngineTransfer: 12)
+        adopted.adoptedTransferIsPaused()
         #expect(adopted.visibleState == .suspended)
         guard case .resumeEngine(12) = adopted.resume() else { Issue.record("resume must resume id 12"); return }
     }

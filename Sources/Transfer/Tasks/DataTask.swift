@@ -186,7 +186,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
         // Suspended by the user meanwhile: the transfer is paused in the
         // engine, and the download says so (it is not visible to anyone yet).
         if suspended {
-            download.core.withLock { $0.life = TaskStateMachine(adoptingEngineTransfer: engineID, suspended: true) }
+            download.adoptedTransferIsPaused()
         }
         // Every later event of the transfer goes to the download task, before
         // the engine is told to continue.

@@ -383,3 +383,12 @@ enum FileMover {
         return e
     }
 }
+
+extension DownloadTask {
+    /// The data task this download took its transfer from was suspended
+    /// meanwhile: the transfer is paused in the engine, and this task's own
+    /// machine says so (each task changes only its own state).
+    func adoptedTransferIsPaused() {
+        core.withLock { $0.life.adoptedTransferIsPaused() }
+    }
+}

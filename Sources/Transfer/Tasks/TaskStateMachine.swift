@@ -84,10 +84,17 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         state = .initialized
     }
 
-    /// A task that takes over a transfer already in the engine (become-download),
-    /// paused there when the user had suspended the task it came from.
-    init(adoptingEngineTransfer id: UInt64, suspended: Bool = false) {
-        state = .inEngine(id: id, suspended ? .suspend : .run)
+    /// A task that takes over a transfer already in the engine (become-download).
+    init(adoptingEngineTransfer id: UInt64) {
+        state = .inEngine(id: id, .run)
+    }
+
+    /// The adopted transfer is paused in the engine: the user had suspended
+    /// the task it came from while the hook decided. Only right after the
+    /// adoption, while the task is still running; anything else is left alone.
+    mutating func adoptedTransferIsPaused() {
+        guard case .inEngine(let id, .run) = state else { return }
+        state = .inEngine(id: id, .suspend)
     }
 
     // MARK: - Queries
