@@ -1,18 +1,14 @@
 import Foundation
 
 /// A task's attempts: how many were sent, the metrics of the finished ones,
-/// and the interceptor work in progress between two of them.
+/// and what a failed one left. (The interceptor work between two attempts
+/// is the task's own state: ``TransferTask/Core/pendingAttempt``.)
 ///
 /// @unchecked Sendable: every field is behind `state`, a Protected lock.
 final class AttemptLedger: @unchecked Sendable {
     private struct State {
         var count = 0
         var metrics: [TaskMetrics] = []
-        /// The adapter, retrier or retry delay running now (cancelled with the task).
-        var pending: Task<Void, Never>?
-        /// The task was cancelled: work registered later is cancelled at once
-        /// (it may be registered after it started, and after the cancel).
-        var cancelled = false
         /// What the last failed attempt left, removed when the task retries
         /// or is cancelled before the next attempt.
         var leftovers: Leftovers?
@@ -46,24 +42,6 @@ final class AttemptLedger: @unchecked Sendable {
             state.leftovers = leftovers
             return state.count
         }
-    }
-
-    func setPending(_ task: Task<Void, Never>) {
-        let cancelled = state.withLock { state -> Bool in
-            if !state.cancelled { state.pending = task }
-            return state.cancelled
-        }
-        if cancelled { task.cancel() }
-    }
-
-    /// Stops the interceptor work in progress (a cancelled task).
-    func cancelPending() {
-        let task = state.withLock { state in
-            defer { state.pending = nil }
-            state.cancelled = true
-            return state.pending
-        }
-        task?.cancel()
     }
 
     /// What the failed attempt left, once.
@@ -104,7 +82,7 @@ extension TransferTask {
             return false
         }
         guard core.withLock({ $0.life.awaitAttempt() }) else { return false }
-        attempts.setPending(Task { [self] in await adaptAndSubmit(interceptor) })
+        setPendingAttempt(Task { [self] in await adaptAndSubmit(interceptor) })
         return true
     }
 
@@ -170,7 +148,7 @@ extension TransferTask {
                 await adaptAndSubmit(interceptor)
             }
         }
-        attempts.setPending(work)
+        setPendingAttempt(work)
         return true
     }
 
@@ -217,8 +195,25 @@ extension TransferTask {
     /// After a cancel between attempts: stops the interceptor work and
     /// removes what the failed attempt produced.
     func cancelBetweenAttempts() {
-        attempts.cancelPending()
+        let work = core.withLock { core in
+            defer { core.pendingAttempt = nil }
+            return core.pendingAttempt
+        }
+        work?.cancel()
         discardFailedAttempt()
+    }
+
+    /// Keeps the interceptor work of the attempt being prepared, under the
+    /// same lock as the task's state: a cancel takes and stops it
+    /// (``cancelBetweenAttempts()``). Work that arrives once the task left
+    /// the wait (a cancel came first) is stopped at once.
+    private func setPendingAttempt(_ work: Task<Void, Never>) {
+        let kept = core.withLock { core -> Bool in
+            guard core.life.isAwaitingAttempt else { return false }
+            core.pendingAttempt = work
+            return true
+        }
+        if !kept { work.cancel() }
     }
 
     private func onDelegateQueue(_ body: @escaping @Sendable (TransferTask) -> Void) {

@@ -122,6 +122,13 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         return false
     }
 
+    /// Between two attempts: an adapter, retrier or retry delay decides
+    /// what comes next. A cancel ends this state (``cancel(keepPartial:)``).
+    var isAwaitingAttempt: Bool {
+        if case .awaitingAttempt = state { return true }
+        return false
+    }
+
     /// The completion error, once completed.
     var completionError: TransferError?? {
         if case .completed(let error) = state { return .some(error) }

@@ -58,6 +58,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         /// The response a `becomeDownload` answer was for, while it waits for
         /// the engine id (TaskStateMachine.EngineCommands).
         var responseToBecomeDownload: HTTPResponse?
+        /// The adapter, retrier or retry delay running between two attempts,
+        /// while `life` awaits the attempt (a cancel stops it).
+        var pendingAttempt: Task<Void, Never>?
         /// Credentials a server answered with a 401 for this task: never sent again.
         var refusedCredentials: [Credential] = []
         var lastDelivered: (upload: TransferProgress, download: TransferProgress)?
