@@ -288,18 +288,20 @@ public final class SessionManager: Sendable {
         return newRequest
     }
 
-    /// A 401 challenge, on the delegate queue: the AF-style handler (which
-    /// may defer, then calls `later` once), else the task hook, the session
-    /// hook, the delegate.
+    /// A 401 challenge, on the delegate queue, to whoever answers it
+    /// (``ChallengeAnswerer``: the AF-style handler may defer, then calls
+    /// `later` once).
     func didReceiveChallenge(task: TransferTask, challenge: AuthenticationChallenge,
                              later: @escaping ChallengeCompletion) -> ChallengeAnswer
     {
         let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
-        if let handler = hooks.authenticationChallengeHandler { return handler(self, task, challenge, later) }
-        if let hook = hooks.taskDidReceiveChallenge { return .disposition(hook(self, task, challenge)) }
-        if let hook = hooks.sessionDidReceiveChallenge { return .disposition(hook(self, challenge)) }
-        if let delegate { return .disposition(delegate.session(self, task: task, didReceive: challenge)) }
-        return .disposition(.performDefaultHandling)
+        switch ChallengeAnswerer.forAuthentication(hooks: hooks, delegate: delegate) {
+        case .handler(let handler): return handler(self, task, challenge, later)
+        case .taskHook(let hook): return .disposition(hook(self, task, challenge))
+        case .sessionHook(let hook): return .disposition(hook(self, challenge))
+        case .delegate(let delegate): return .disposition(delegate.session(self, task: task, didReceive: challenge))
+        case .nobody: return .disposition(.performDefaultHandling)
+        }
     }
 
 }

@@ -86,9 +86,9 @@ extension SessionManager {
         engine.setTrustPolicy(engineSide)   // the loop retains its own reference
     }
 
-    /// Engine thread, mid-handshake: asks, on the delegate queue (user code
-    /// never runs on the engine thread), the session's challenge hook, else
-    /// the AF-style challenge handler, else the delegate. The handshake, and
+    /// Engine thread, mid-handshake: asks whoever answers server trust
+    /// (``ChallengeAnswerer``), on the delegate queue (user code never runs
+    /// on the engine thread). The handshake, and
     /// with it the engine thread, waits at most
     /// ``SessionConfiguration/serverTrustChallengeTimeout``; nil when no
     /// answer came by then (the server is refused; a late answer is dropped).
@@ -99,13 +99,14 @@ extension SessionManager {
                                                 policyVerdict: verdict)
         let answer = ChallengeAnswerBox()
         let ask: @Sendable () -> Void
-        if let hook = hooks.sessionDidReceiveChallenge {
+        switch ChallengeAnswerer.forServerTrust(hooks: hooks, delegate: delegate) {
+        case .sessionHook(let hook):
             ask = { answer.set(.disposition(hook(self, challenge))) }
-        } else if let handler = hooks.authenticationChallengeHandler {
+        case .handler(let handler):
             ask = { answer.set(handler(self, nil, challenge, { answer.set(.disposition($0)) })) }
-        } else if let delegate, delegate.wantsServerTrustChallenges {
+        case .delegate(let delegate):
             ask = { answer.set(.disposition(delegate.session(self, didReceive: challenge))) }
-        } else {
+        case .taskHook, .nobody:
             return .performDefaultHandling
         }
         // Not delegateQueue.sync: a hook that never returns, or a delegate
