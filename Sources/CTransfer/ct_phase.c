@@ -56,14 +56,6 @@ static void trace(struct cti_transfer *t, ct_phase from, uint32_t before,
                   const char *why)
 {
   struct ct_loop *loop = t->loop;
-  struct ct_phase_event ev;
-
-  ev.id = t->id;
-  ev.from = from;
-  ev.to = t->phase;
-  ev.paused_before = before;
-  ev.paused_after = t->paused;
-  ev.why = why;
   if(loop->trace_phases) {
     char a[12];
     char b[12];
@@ -73,8 +65,18 @@ static void trace(struct cti_transfer *t, ct_phase from, uint32_t before,
             (unsigned long long)t->id, ct_phase_name(from),
             ct_phase_name(t->phase), a, b, why);
   }
-  if(loop->config.on_phase)
+#ifdef CT_TEST_HOOKS
+  if(loop->config.on_phase) {
+    struct ct_phase_event ev;
+    ev.id = t->id;
+    ev.from = from;
+    ev.to = t->phase;
+    ev.paused_before = before;
+    ev.paused_after = t->paused;
+    ev.why = why;
     loop->config.on_phase(loop->config.batch_ctx, &ev);
+  }
+#endif
 }
 
 /* An engine bug: caught in debug builds, counted and ignored in release

@@ -105,6 +105,8 @@ struct ct_loop_config {
   /* Called on the loop thread for every phase and pause change of every
    * transfer, in order, with `batch_ctx`; NULL: none. It may run inside
    * libcurl callbacks: it must not block, and may only queue commands.
+   * For the engine's tests: only builds with CT_TEST_HOOKS (debug builds,
+   * Package.swift) call it; a release build ignores it.
    * Independently, CT_TRACE_PHASES=1 in the environment (read when the
    * loop is created) prints each change to stderr. */
   void (*_Nullable on_phase)(void *_Nullable batch_ctx,
