@@ -32,17 +32,10 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     open override func request(bySerializing request: Request, parameters: JSONValue?) throws(TransferError)
         -> Request
     {
-        let configuration = configuration
-        if configuration.httpMethodsEncodingParametersInURI.contains(request.method) {
-            return try super.request(bySerializing: request, parameters: parameters)
+        let options = writingOptions
+        return try self.request(request, parameters: parameters, contentType: "application/json") {
+            (parameters) throws(TransferError) in try Self.encode(parameters, options: options, url: request.url)
         }
-        var result = Self.addingDefaultHeaders(configuration.headers, to: request)
-        if let parameters {
-            if result.headers["Content-Type"] == nil { result.headers["Content-Type"] = "application/json" }
-            result.body = .data(try Self.encode(parameters, options: writingOptions, url: request.url))
-        }
-        try result.headers.validate()
-        return result
     }
 
     /// The JSON text of `value` with `options`.

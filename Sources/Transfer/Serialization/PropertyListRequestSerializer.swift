@@ -47,19 +47,11 @@ open class PropertyListRequestSerializer: HTTPRequestSerializer, @unchecked Send
     open override func request(bySerializing request: Request, parameters: JSONValue?) throws(TransferError)
         -> Request
     {
-        let configuration = configuration
-        if configuration.httpMethodsEncodingParametersInURI.contains(request.method) {
-            return try super.request(bySerializing: request, parameters: parameters)
+        let (format, writeOptions) = formatState.withLock { $0 }
+        return try self.request(request, parameters: parameters, contentType: "application/x-plist") {
+            (parameters) throws(TransferError) in
+            try Self.encode(parameters, format: format, writeOptions: writeOptions, url: request.url)
         }
-        var result = Self.addingDefaultHeaders(configuration.headers, to: request)
-        if let parameters {
-            if result.headers["Content-Type"] == nil { result.headers["Content-Type"] = "application/x-plist" }
-            let (format, writeOptions) = formatState.withLock { $0 }
-            result.body = .data(
-                try Self.encode(parameters, format: format, writeOptions: writeOptions, url: request.url))
-        }
-        try result.headers.validate()
-        return result
     }
 
     /// The property list of `value` in `format`.

@@ -191,6 +191,12 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
 
     /// Encodes `parameters` into `request` as query string or form body.
     open func request(bySerializing request: Request, parameters: JSONValue?) throws(TransferError) -> Request {
+        try queryOrFormRequest(request, parameters: parameters)
+    }
+
+    /// This class's encoding, whatever a subclass overrides: the query string
+    /// for the methods that encode parameters in the URI, a form body otherwise.
+    final func queryOrFormRequest(_ request: Request, parameters: JSONValue?) throws(TransferError) -> Request {
         let configuration = configuration
         var result = Self.addingDefaultHeaders(configuration.headers, to: request)
         var query: String? = nil
@@ -218,6 +224,26 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
     }
 
     // MARK: Helpers for subclasses
+
+    /// What a serializer that writes its parameters as a body does: in the
+    /// URL for the methods that encode parameters there (as this class
+    /// does), otherwise the default headers, then `encode(parameters)` as the
+    /// body with `contentType` unless the request names one.
+    func request(_ request: Request, parameters: JSONValue?, contentType: String,
+                 encode: (JSONValue) throws(TransferError) -> Data) throws(TransferError) -> Request
+    {
+        let configuration = configuration
+        if configuration.httpMethodsEncodingParametersInURI.contains(request.method) {
+            return try queryOrFormRequest(request, parameters: parameters)
+        }
+        var result = Self.addingDefaultHeaders(configuration.headers, to: request)
+        if let parameters {
+            if result.headers["Content-Type"] == nil { result.headers["Content-Type"] = contentType }
+            result.body = .data(try encode(parameters))
+        }
+        try result.headers.validate()
+        return result
+    }
 
     /// `request` with each default header added unless the request already has it.
     public static func addingDefaultHeaders(_ defaults: HTTPHeaders, to request: Request) -> Request {
