@@ -63,6 +63,7 @@ extension SessionManager {
     /// validation: ``data(for:)`` with the checks of ``ResponseValidation``.
     ///
     /// - Parameters:
+    ///   - request: The request to send.
     ///   - statusCodes: The statuses that pass (default 200–299).
     ///   - contentTypes: The MIME types a non-empty body may have; nil accepts any.
     /// - Throws: as ``value(for:using:)``.
