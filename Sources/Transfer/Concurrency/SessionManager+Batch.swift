@@ -436,8 +436,13 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     func cancel() {
         cancelled.store(true, ordering: .sequentiallyConsistent)
         for request in inEngine.withLock({ Array($0.values) }) { request.cancel() }
-        // Ends the results now when nothing is in flight (say, waiting for the consumer).
-        state.withLock { flush(&$0) }
+        // Ends the results now when nothing is in flight (say, waiting for the
+        // consumer), but off this thread: cancel() runs inside the iterating
+        // task's cancellation (the stream's onTermination, under that task's
+        // status lock), while the loop thread may hold `state` and be handing
+        // a chunk to that very task, which needs its status lock. Taking
+        // `state` here deadlocked the two (seen under ThreadSanitizer).
+        DispatchQueue.global().async { [self] in state.withLock { flush(&$0) } }
     }
 
     /// Loop thread, at the end of the pass `request` finished in.
