@@ -10,29 +10,19 @@ public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
     /// The header fields. A response from the fast path keeps the raw head
     /// block and parses it here, on first access (then once per response).
     public var headers: HTTPHeaders {
-        get {
-            switch storage {
-            case .parsed(let headers): return headers
-            case .raw(let raw): return raw.headers
-            }
-        }
-        set { storage = .parsed(newValue) }
+        get { storage.headers }
+        set { storage = HeaderStorage(newValue) }
     }
     /// "1.0", "1.1", "2" or "3".
     public var httpVersion: String
 
     private var storage: HeaderStorage
 
-    private enum HeaderStorage: Sendable {
-        case parsed(HTTPHeaders)
-        case raw(RawHeaderBlock)
-    }
-
     /// A response, for tests and for serializers of your own.
     public init(url: URL, statusCode: Int, headers: HTTPHeaders, httpVersion: String = "1.1") {
         self.url = url
         self.statusCode = statusCode
-        self.storage = .parsed(headers)
+        self.storage = HeaderStorage(headers)
         self.httpVersion = httpVersion
     }
 
@@ -41,7 +31,7 @@ public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
     init(url: URL, statusCode: Int, rawHeaderBlock: String, httpVersion: String) {
         self.url = url
         self.statusCode = statusCode
-        self.storage = .raw(RawHeaderBlock(rawHeaderBlock))
+        self.storage = HeaderStorage(rawHeaderBlock: rawHeaderBlock)
         self.httpVersion = httpVersion
     }
 
@@ -89,11 +79,17 @@ public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "HTTP/\(httpVersion) \(statusCode) \(url.absoluteString)" }
 }
 
-/// A response head block as the engine delivered it, parsed at most once,
-/// by whichever thread reads the headers first (lock-free: a lost race
-/// parses twice and keeps the first result).
-private final class RawHeaderBlock: Sendable {
+/// A response's header fields: given parsed, or the head block as the engine
+/// delivered it, parsed at most once, by whichever thread reads the headers
+/// first (lock-free: a lost race parses twice and keeps the first result).
+///
+/// One class reference in the response, not an enum of a parsed and a raw
+/// payload: such an enum keeps its case in spare bits of the pointer, which
+/// LeakSanitizer cannot follow, so every response alive at exit was reported
+/// as a leak.
+private final class HeaderStorage: Sendable {
     private let raw: String
+    private let given: HTTPHeaders?
     private let parsed = Atomic<Unmanaged<ParsedHeaders>?>(nil)
 
     private final class ParsedHeaders: Sendable {
@@ -101,9 +97,18 @@ private final class RawHeaderBlock: Sendable {
         init(_ headers: HTTPHeaders) { self.headers = headers }
     }
 
-    init(_ raw: String) { self.raw = raw }
+    init(_ headers: HTTPHeaders) {
+        raw = ""
+        given = headers
+    }
+
+    init(rawHeaderBlock: String) {
+        raw = rawHeaderBlock
+        given = nil
+    }
 
     var headers: HTTPHeaders {
+        if let given { return given }
         if let done = parsed.load(ordering: .acquiring) { return done.takeUnretainedValue().headers }
         let mine = Unmanaged.passRetained(ParsedHeaders(HTTPHeaders(rawHeaderBlock: raw)))
         let (exchanged, original) = parsed.compareExchange(expected: nil, desired: mine,
