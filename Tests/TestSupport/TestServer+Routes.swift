@@ -19,7 +19,8 @@ import Foundation
 //   /gzip-zeros/N?chunked=1       N zero bytes as one hand-built gzip member (~158:1) with
 //                                 Content-Encoding: gzip and the encoded Content-Length, or
 //                                 chunked; a decompression bomb for large N (GzipZeros).
-//   /reset/N?seed=S&after=K       announces N bytes, sends K (default N/2), then RST.
+//   /reset/N?seed=S&after=K       announces N bytes, sends K (default N/2), then RST
+//                                 (with &gate=G: after the gate G opens).
 //   /garbage?kind=status|header   an invalid status line (default), or a valid one followed
 //                                 by a header line with control bytes and no colon.
 //   /malformed/K                  a response libcurl must refuse, then close: K is status-word
@@ -151,6 +152,9 @@ extension Connection {
             try sendHead(
                 status: 200, headers: [("Content-Type", "application/octet-stream"), ("Content-Length", "\(count)")])
             try sendStream(seed: seed(head), from: 0, count: after, rate: 0)
+            // With `gate`: the reset waits until the test has seen the bytes arrive
+            // (a reset purges what the client has not read yet).
+            if let gate = head.query("gate"), !waitForGate(gate) { throw ConnectionEnd.close }
             // Linger on, timeout 0: close() sends RST instead of FIN.
             var option = linger(l_onoff: 1, l_linger: 0)
             setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
