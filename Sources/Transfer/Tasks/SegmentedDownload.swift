@@ -46,17 +46,14 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     private let parts = Protected(Parts())
 
     private struct Parts {
-        var state: TaskState = .suspended
-        var started = false
-        var cancelled = false
-        var finished = false
+        /// Phase and intent: every lifecycle change goes through it.
+        var life = SegmentedLifecycle()
         var response: HTTPResponse?
         var error: TransferError?
         var total: Int64 = -1
         var initialBytes: Int64 = 0
         var startTime: Double = 0
         var segments: [Segment] = []
-        var running = 0
         var single: DownloadTask?
         var headID: UInt64 = 0
         var segmentsUsed = 0
@@ -66,6 +63,9 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         var stateObservers: [Int: (DispatchQueue, @Sendable (TaskState) -> Void)] = [:]
         var waiters: [@Sendable (Result<URL, TransferError>) -> Void] = []
         var result: Result<URL, TransferError>?
+
+        /// Engine ids of the range transfers that have not ended.
+        func runningRangeIDs() -> [UInt64] { segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID) }
     }
 
     /// One range and its engine transfer.
@@ -112,7 +112,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
 
     // MARK: - Public state
 
-    public override var state: TaskState { parts.withLock { $0.state } }
+    public override var state: TaskState { parts.withLock { $0.life.visibleState } }
     public override var response: HTTPResponse? { parts.withLock { $0.response } }
     public override var error: TransferError? { parts.withLock { $0.error } }
     /// Body bytes on disk over all ranges (including what a resumed run had).
@@ -160,7 +160,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     {
         guard direction == .download else { return ObservationToken {} }
         let id: Int? = parts.withLock { core in
-            guard !core.finished else { return nil }
+            guard !core.life.isCompleted else { return nil }
             core.nextObserverID += 1
             core.progressObservers[core.nextObserverID] = (queue, handler)
             return core.nextObserverID
@@ -174,7 +174,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
                              _ handler: @escaping @Sendable (TaskState) -> Void) -> ObservationToken
     {
         let id: Int? = parts.withLock { core in
-            guard !core.finished else { return nil }
+            guard !core.life.isCompleted else { return nil }
             core.nextObserverID += 1
             core.stateObservers[core.nextObserverID] = (queue, handler)
             return core.nextObserverID
@@ -189,15 +189,15 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     public override func resume() {
         enum Action { case none, start, resume([UInt64], DownloadTask?) }
         let action = parts.withLock { core -> Action in
-            if !core.started {
-                core.started = true
-                core.state = .running
+            switch core.life.resume() {
+            case .none:
+                return .none
+            case .start:
                 core.startTime = Date().timeIntervalSince1970
                 return .start
+            case .continueConnections:
+                return .resume(core.runningRangeIDs(), core.single)
             }
-            guard !core.finished, !core.cancelled, core.state == .suspended else { return .none }
-            core.state = .running
-            return .resume(core.segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID), core.single)
         }
         switch action {
         case .none:
@@ -215,9 +215,8 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     /// Pauses every connection without dropping it; ``resume()`` continues.
     public override func suspend() {
         let paused = parts.withLock { core -> ([UInt64], DownloadTask?)? in
-            guard core.started, !core.finished, !core.cancelled, core.state == .running else { return nil }
-            core.state = .suspended
-            return (core.segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID), core.single)
+            guard core.life.suspend() else { return nil }
+            return (core.runningRangeIDs(), core.single)
         }
         guard let (ids, single) = paused else { return }
         for id in ids { session.transfers.pause(id) }
@@ -228,26 +227,35 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     /// Cancels every connection. A resumable download keeps its part file,
     /// manifest and journals for a later run; otherwise they are removed.
     public override func cancel() {
-        let (ids, single, headID) = parts.withLock { core -> ([UInt64], DownloadTask?, UInt64) in
-            guard !core.finished, !core.cancelled else { return ([], nil, 0) }
-            core.cancelled = true
-            // Never started: it never will, and it completes now.
-            core.started = true
+        let action = parts.withLock { core -> (SegmentedLifecycle.Cancel, [UInt64], DownloadTask?, UInt64) in
+            let action = core.life.cancel()
+            guard action != .none else { return (.none, [], nil, 0) }
             if core.error == nil { core.error = TransferError(.cancelled, "cancelled", url: request.url) }
-            core.state = .canceling
-            return (core.segments.filter { !$0.done && $0.engineID != 0 }.map(\.engineID), core.single, core.headID)
+            return (action, core.runningRangeIDs(), core.single, core.headID)
         }
-        if headID != 0 { session.transfers.cancel(headID) }
-        single?.cancel()
-        for id in ids { session.transfers.cancel(id, keepPartial: options.resumable) }
-        let idle = parts.withLock { $0.cancelled && $0.running == 0 && $0.single == nil && $0.headID == 0 }
-        if idle { session.delegateQueue.async { self.finish() } }
+        switch action {
+        case (.none, _, _, _):
+            return
+        case (.finishNow, _, _, _):
+            // Never started: it never will, and it completes now.
+            session.delegateQueue.async { self.finish() }
+        case (.stopConnections, let ids, let single, let headID):
+            // Each connection's end event leads to finishing; one not yet in
+            // the engine sees the cancel when its submission returns.
+            if headID != 0 { session.transfers.cancel(headID) }
+            single?.cancel()
+            for id in ids { session.transfers.cancel(id, keepPartial: options.resumable) }
+        }
     }
 
     /// A task of an invalidated session: it fails without starting.
     override func finishLocally(_ error: TransferError) {
-        parts.withLock { $0.started = true }
-        session.delegateQueue.async { self.fail(error) }
+        let failNow = parts.withLock { core in
+            guard core.life.invalidate() else { return false }
+            if core.error == nil { core.error = error }
+            return true
+        }
+        if failNow { session.delegateQueue.async { self.finish() } }
     }
 
     /// State observers and the task notification.
@@ -279,7 +287,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         case .success(let id):
             let cancelNow = parts.withLock { core -> Bool in
                 core.headID = id
-                return core.cancelled
+                return core.life.isCancelled
             }
             if cancelNow { session.transfers.cancel(id) }
         }
@@ -287,8 +295,11 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
 
     /// On the delegate queue.
     private func didProbe(_ head: ProbeTarget.Head?, _ outcome: Outcome) {
-        parts.withLock { $0.headID = 0 }
-        if parts.withLock({ $0.cancelled }) {
+        let choose = parts.withLock { core in
+            core.headID = 0
+            return core.life.probeEnded()
+        }
+        guard choose else {
             finish()
             return
         }
@@ -333,25 +344,26 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         let task = session.downloadTask(with: request, to: destination, options: options,
                                         progress: nil) { [self] response, url, error in
             session.delegateQueue.async {
-                self.parts.withLock { core in
+                let ended = self.parts.withLock { core in
                     if let response { core.response = response }
                     if let error, core.error == nil { core.error = error }
                     core.single = nil
+                    return core.life.singleEnded()
                 }
-                self.finish(fileURL: url)
+                if ended { self.finish(fileURL: url) }
             }
         }
-        let (cancelled, suspended) = parts.withLock { core -> (Bool, Bool) in
+        let intent = parts.withLock { core -> SegmentedLifecycle.Intent in
             core.single = task
             core.segmentsUsed = 1
-            return (core.cancelled, core.state == .suspended)
+            return core.life.runSingle()
         }
         task.observeProgress(.download, on: session.delegateQueue) { [self] progress in deliver(progress) }
         task.resume()
-        if cancelled {
-            task.cancel()
-        } else if suspended {
-            task.suspend()
+        switch intent {
+        case .run: break
+        case .suspend: task.suspend()
+        case .cancel: task.cancel()
         }
     }
 
@@ -400,17 +412,15 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             segment.done = offsets[index] == range[1] - range[0] + 1
             segments.append(segment)
         }
-        let (cancelled, pending) = parts.withLock { core -> (Bool, [Segment]) in
+        let (run, pending) = parts.withLock { core -> (Bool, [Segment]) in
             core.total = length
             core.segments = segments
             core.segmentsUsed = count
             core.initialBytes = offsets.reduce(0, +)
             let pending = segments.filter { !$0.done }
-            core.running = pending.count
-            return (core.cancelled, pending)
+            return (core.life.runRanges(pending: pending.count), pending)
         }
-        if cancelled || pending.isEmpty {
-            parts.withLock { $0.running = 0 }
+        guard run else {
             finish()
             return
         }
@@ -448,7 +458,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         case .success(let id):
             let (cancelNow, pauseNow) = parts.withLock { core -> (Bool, Bool) in
                 segment.engineID = id
-                return (core.cancelled, core.state == .suspended)
+                return (core.life.intent == .cancel, core.life.intent == .suspend)
             }
             if cancelNow {
                 session.transfers.cancel(id, keepPartial: options.resumable)
@@ -461,7 +471,6 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     /// On the delegate queue (or the caller's, for a refused submit).
     private func segmentDidFinish(_ segment: Segment, error: TransferError?) {
         let (others, allDone) = parts.withLock { core -> ([UInt64], Bool) in
-            core.running -= 1
             var others: [UInt64] = []
             if let error {
                 if core.error == nil {
@@ -471,7 +480,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             } else {
                 segment.done = true
             }
-            return (others, core.running == 0)
+            return (others, core.life.rangeEnded())
         }
         // One range failed: the others stop too, keeping what they have.
         for id in others { session.transfers.cancel(id, keepPartial: options.resumable) }
@@ -515,12 +524,17 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
 
     // MARK: - Finishing
 
+    /// No connection could run (before or instead of the ranges).
     private func fail(_ error: TransferError) {
-        parts.withLock { core in if core.error == nil { core.error = error } }
-        finish()
+        let finishNow = parts.withLock { core in
+            if core.error == nil { core.error = error }
+            return core.life.failBeforeConnections()
+        }
+        if finishNow { finish() }
     }
 
-    /// On the delegate queue: every connection has ended.
+    /// On the delegate queue: every connection has ended (the lifecycle is
+    /// in its finishing phase).
     private func finish(fileURL: URL? = nil) {
         let (isSingle, segmented, recorded) = parts.withLock { core -> (Bool, Bool, TransferError?) in
             (core.segmentsUsed == 1, !core.segments.isEmpty, core.error)
@@ -564,9 +578,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     private func complete(url: URL?, error: TransferError?) {
         let claimed = parts.withLock { core -> (Result<URL, TransferError>, [(DispatchQueue, @Sendable (TaskState) -> Void)],
                                                [@Sendable (Result<URL, TransferError>) -> Void], HTTPResponse?)? in
-            guard !core.finished else { return nil }
-            core.finished = true
-            core.state = .completed
+            guard core.life.complete() else { return nil }
             let result: Result<URL, TransferError>
             if let url, error == nil {
                 result = .success(url)
@@ -607,7 +619,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
 
     private func scheduleProgress() {
         let schedule = parts.withLock { core -> Bool in
-            guard !core.progressPending, !core.finished else { return false }
+            guard !core.progressPending, !core.life.isCompleted else { return false }
             core.progressPending = true
             return true
         }
@@ -620,7 +632,9 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     }
 
     private func deliver(_ progress: TransferProgress, final: Bool = false) {
-        let observers = parts.withLock { core in (core.finished && !final) ? [] : Array(core.progressObservers.values) }
+        let observers = parts.withLock { core in
+            (core.life.isCompleted && !final) ? [] : Array(core.progressObservers.values)
+        }
         progressHandler?(progress)
         for (queue, handler) in observers { queue.async { handler(progress) } }
     }
