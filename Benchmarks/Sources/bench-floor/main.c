@@ -33,7 +33,8 @@ struct slot {
 struct floor_state {
     CURLM *multi;
     int epfd;
-    long timeout_ms;  // curl's timer: -1 none, 0 now
+    int run_timeout_now;  // curl asked for its timeout to run at once
+    double deadline;      // when curl's timer expires (monotonic seconds); < 0: none
     int pass_bits;    // give curl the epoll events (default) or 0
     const char *url;
     long long expect;  // -1: not checked
@@ -81,11 +82,22 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *s
     return 0;
 }
 
+// Never calls curl from inside its callback: the loop runs the timeout.
 static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
     (void)multi;
     struct floor_state *st = userp;
-    st->timeout_ms = timeout_ms;
+    st->run_timeout_now = timeout_ms == 0;
+    st->deadline = timeout_ms > 0 ? now_seconds() + (double)timeout_ms / 1e3 : -1;
     return 0;
+}
+
+// epoll_wait's timeout: 0 when curl's timer is due, else the milliseconds to it
+// (rounded up), 1 s when there is none (then the loop checks that work is left).
+static int wait_ms(const struct floor_state *st) {
+    if (st->run_timeout_now) return 0;
+    if (st->deadline < 0) return 1000;
+    double left = st->deadline - now_seconds();
+    return left <= 0 ? 0 : (int)(left * 1e3) + 1;
 }
 
 static void note_error(struct floor_state *st, const char *text) {
@@ -193,7 +205,7 @@ int main(int argc, char **argv) {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
     struct floor_state st;
     memset(&st, 0, sizeof st);
-    st.timeout_ms = -1;
+    st.deadline = -1;
     const char *bits_env = getenv("BENCH_FLOOR_BITS");
     st.pass_bits = !(bits_env && strcmp(bits_env, "0") == 0);
     st.url = url;
@@ -238,31 +250,33 @@ int main(int argc, char **argv) {
             note_error(&st, "curl_multi_add_handle failed");
         }
     }
+    // As ct_loop.c drives it: wait (without blocking when curl's timer is due),
+    // run the timer when due, then the sockets epoll reported. Running a due
+    // timer before looking at the sockets again would let one connection
+    // ping-pong (a re-added handle sends, finds its answer, finishes, is
+    // re-added) while the others' answers wait.
     struct epoll_event events[64];
+    int idle_waits = 0;
     while (st.requests < st.count) {
-        if (st.timeout_ms == 0) {
-            st.timeout_ms = -1;
-            if (action(&st, CURL_SOCKET_TIMEOUT, 0) != 0) break;
-            continue;
-        }
-        int n = epoll_wait(st.epfd, events, 64, st.timeout_ms < 0 ? 1000 : (int)st.timeout_ms);
+        int n = epoll_wait(st.epfd, events, 64, wait_ms(&st));
         if (n < 0) {
             if (errno == EINTR) continue;
             note_error(&st, "epoll_wait failed");
             break;
         }
-        if (n == 0) {
-            if (st.timeout_ms < 0 && st.started == st.requests) break;  // nothing in flight
-            st.timeout_ms = -1;
+        if (st.run_timeout_now || (st.deadline >= 0 && st.deadline <= now_seconds())) {
+            st.run_timeout_now = 0;
+            st.deadline = -1;  // curl sets the next one, if any
             if (action(&st, CURL_SOCKET_TIMEOUT, 0) != 0) break;
-            continue;
         }
+        idle_waits = (n == 0 && !st.run_timeout_now && st.deadline < 0) ? idle_waits + 1 : 0;
+        if (idle_waits >= 30) break;  // 30 s with no event and no timer: stalled
         for (int i = 0; i < n; i++) {
             int bits = 0;
             if (st.pass_bits) {
-                if (events[i].events & EPOLLIN) bits |= CURL_CSELECT_IN;
+                if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) bits |= CURL_CSELECT_IN;
                 if (events[i].events & EPOLLOUT) bits |= CURL_CSELECT_OUT;
-                if (events[i].events & (EPOLLERR | EPOLLHUP)) bits |= CURL_CSELECT_ERR;
+                if (events[i].events & EPOLLERR) bits |= CURL_CSELECT_ERR;
             }
             if (action(&st, events[i].data.fd, bits) != 0) break;
         }
