@@ -47,6 +47,8 @@ let package = Package(
         ),
         // The physical ceiling: a minimal HTTP/1.1 reader on a plain socket.
         .executableTarget(name: "bench-socket"),
+        // The floor of the design (issue 27 item 5): libcurl multi + epoll from C, nothing above it.
+        .executableTarget(name: "bench-floor", linkerSettings: [.linkedLibrary("curl")]),
         // Runs one client pinned to a CPU and reports its wall time, CPU and peak RSS.
         .executableTarget(name: "bench-launch"),
     ]

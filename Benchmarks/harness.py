@@ -627,13 +627,13 @@ def scenarios(quick, upload_mib=256, soak_count=None):
         Scenario("s2d-discard-1g-https", "2d", "1 GiB HTTPS dropped", "1 GiB dropped (read, not stored), HTTPS HTTP/1.1",
                  "download-discard", "https", "/1g.bin", "MiB/s", everyone, expect_bytes=GIB),
         Scenario("s3-get-1k-c64", "3", "1 KiB GETs", f"{many:,} GETs of 1 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
-                 "http", "/1k.bin", "req/s", everyone + ["transfer-batch", "transfer-logger", "transfer-monitor", "transfer-completion", "transfer-observability", "wrk"], count=many,
+                 "http", "/1k.bin", "req/s", everyone + ["floor", "transfer-batch", "transfer-logger", "transfer-monitor", "transfer-completion", "transfer-observability", "wrk"], count=many,
                  concurrency=64, expect_bytes=1024),
         Scenario("s4-get-16k-c64", "4", "16 KiB GETs", f"{many:,} GETs of 16 KiB, 64 concurrent, keep-alive, HTTP/1.1", "many",
-                 "http", "/16k.bin", "req/s", everyone + ["transfer-batch", "wrk"], count=many, concurrency=64,
+                 "http", "/16k.bin", "req/s", everyone + ["floor", "transfer-batch", "wrk"], count=many, concurrency=64,
                  expect_bytes=16 * 1024),
         Scenario("s5-get-1k-c64-h2", "5", "1 KiB GETs h2", f"{many:,} GETs of 1 KiB, 64 concurrent, HTTPS HTTP/2", "many", "h2",
-                 "/1k.bin", "req/s", everyone + ["transfer-batch", "transfer-logger", "transfer-monitor", "transfer-completion", "transfer-observability", "h2load"],
+                 "/1k.bin", "req/s", everyone + ["floor", "transfer-batch", "transfer-logger", "transfer-monitor", "transfer-completion", "transfer-observability", "h2load"],
                  count=many, concurrency=64, expect_bytes=1024),
         Scenario("s6-upload-256m", "6", f"{upload_mib} MiB upload", f"{upload_mib} MiB upload (POST) from a file, HTTP/1.1", "upload", "http", "/upload",
                  "MiB/s", everyone + ["socket"]),
@@ -860,7 +860,8 @@ def target_checks(summary):
             return
         t, c = median_of(rows, client, "cpu_per_unit"), median_of(rows, peer, "cpu_per_unit")
         share = t / c if t is not None and c else None
-        label = {"curl": "curl", "ahc": "AsyncHTTPClient", "transfer-batch": "the batch API"}[peer]
+        label = {"curl": "curl", "ahc": "AsyncHTTPClient", "transfer-batch": "the batch API",
+                 "floor": "the libcurl floor"}[peer]
         checks.append((key, f"{what} ≤ {at_most:g}x {label}'s CPU per {unit}",
                        f"{share:.2f}x" if share is not None else "no numbers",
                        None if share is None else share <= at_most))
@@ -901,6 +902,10 @@ def target_checks(summary):
         cpu_share_of_curl(key, "transfer-batch", 0.5, "batch")
         # Issue 14 item 1: the CLI within 10 % of the library.
         cpu_share_of_curl(key, "transfer-cli", 1.1, "the CLI", peer="transfer-batch")
+        # Issue 27 item 5: against the floor (libcurl multi + epoll from C), when it ran.
+        if "floor" in summary.get(key, {}):
+            cpu_share_of_curl(key, "transfer-batch", 1.05, "batch", peer="floor")
+            cpu_share_of_curl(key, "transfer", 1.15, "data(for:)", peer="floor")
     # Issue 14 item 2b: streaming 1 GiB through the chunk hook grows RSS by < 16 MiB
     # (over the same process dropping the body in C); the same for stream(for:).
     rows = summary.get("s1d-discard-1g-http")
@@ -1313,6 +1318,8 @@ def all_clients(args, bin_dir, unshare_wrap):
         SwiftClient("urlsession", "URLSession", f"{bin_dir}/bench-urlsession", wrap=unshare_wrap),
         SwiftClient("ahc", "AsyncHTTPClient", f"{bin_dir}/bench-ahc"),
         SwiftClient("socket", "plain socket (ceiling)", f"{bin_dir}/bench-socket", ceiling=True),
+        # Issue 27 item 5: the floor of the design, libcurl multi + epoll driven from C (scenarios 3-5).
+        SwiftClient("floor", "libcurl multi floor (C)", f"{bin_dir}/bench-floor", ceiling=True),
         WrkClient(),
         H2loadClient(),
     ]
