@@ -335,31 +335,44 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
                            "response headers too large");
     return 0;
   }
-  if(header_value(data, len, "Content-Length", value, sizeof(value))) {
-    char *end = NULL;
-    long long n = strtoll(value, &end, 10);
-    if(end && *end == 0 && n >= 0)
-      t->content_length = n;
-  }
-  else if(header_value(data, len, "Content-Range", value, sizeof(value))) {
-    /* "bytes 100-199/1000" */
-    if(strncasecmp(value, "bytes ", 6) == 0)
-      t->content_range_start = strtoll(value + 6, NULL, 10);
-  }
-  else if(header_value(data, len, "Transfer-Encoding", value,
-                       sizeof(value))) {
-    if(strcasestr(value, "chunked"))
+  /* Only the first letter is compared for most lines: each name this
+   * engine reads is looked for only where it can be. */
+  switch(len ? data[0] | 0x20 : 0) {
+  case 'c':
+    if(header_value(data, len, "Content-Length", value, sizeof(value))) {
+      char *end = NULL;
+      long long n = strtoll(value, &end, 10);
+      if(end && *end == 0 && n >= 0)
+        t->content_length = n;
+    }
+    else if(header_value(data, len, "Content-Range", value,
+                         sizeof(value))) {
+      /* "bytes 100-199/1000" */
+      if(strncasecmp(value, "bytes ", 6) == 0)
+        t->content_range_start = strtoll(value + 6, NULL, 10);
+    }
+    break;
+  case 't':
+    if(header_value(data, len, "Transfer-Encoding", value, sizeof(value)) &&
+       strcasestr(value, "chunked"))
       t->chunked = 1;
-  }
-  else if(header_value(data, len, "ETag", value, sizeof(value))) {
-    /* A validator goes back in If-Range and the journal: one with a CR
-     * or LF (a bare CR survives curl's line split) is no validator. */
-    free(t->etag);
-    t->etag = strpbrk(value, "\r\n") ? NULL : strdup(value);
-  }
-  else if(header_value(data, len, "Last-Modified", value, sizeof(value))) {
-    free(t->last_modified);
-    t->last_modified = strpbrk(value, "\r\n") ? NULL : strdup(value);
+    break;
+  case 'e':
+    if(header_value(data, len, "ETag", value, sizeof(value))) {
+      /* A validator goes back in If-Range and the journal: one with a CR
+       * or LF (a bare CR survives curl's line split) is no validator. */
+      free(t->etag);
+      t->etag = strpbrk(value, "\r\n") ? NULL : strdup(value);
+    }
+    break;
+  case 'l':
+    if(header_value(data, len, "Last-Modified", value, sizeof(value))) {
+      free(t->last_modified);
+      t->last_modified = strpbrk(value, "\r\n") ? NULL : strdup(value);
+    }
+    break;
+  default:
+    break;
   }
   return len;
 }
