@@ -64,7 +64,12 @@ struct JobMaker: Sendable {
                 parsedRequest = known
             } else {
                 do throws(TransferError) {
-                    parsedRequest = .success(try Request(string, method: method))
+                    let request = try Request(string, method: method)
+                    // Checked once per distinct URL, with the parse it is kept with.
+                    if let scheme = request.url.scheme?.lowercased(), !schemes.contains(scheme) {
+                        throw TransferError(.invalidRequest, "--proto: \(scheme) is not allowed")
+                    }
+                    parsedRequest = .success(request)
                 } catch {
                     parsedRequest = .failure(error)
                 }
@@ -72,9 +77,6 @@ struct JobMaker: Sendable {
                 parsed[string] = parsedRequest
             }
             var request = try parsedRequest.get()
-            if let scheme = request.url.scheme?.lowercased(), !schemes.contains(scheme) {
-                throw TransferError(.invalidRequest, "--proto: \(scheme) is not allowed")
-            }
             request.headers = headers
             if let digestCredential {
                 request.credential = digestCredential
