@@ -552,6 +552,8 @@ struct ct_loop {
   int admitting;                 /* admit_held() runs: no re-entry */
   CURL *easy_pool[CTI_EASY_POOL];  /* handles kept for reuse, set up */
   uint64_t easy_profile[CTI_EASY_POOL];  /* ... with this profile */
+  /* CTI_EASY_AS_IS: reusable only with its own profile (ct_pool.c) */
+  unsigned char easy_as_is[CTI_EASY_POOL];
   int easy_pool_count;
   uint64_t setopt_calls;         /* atomic, one writer: curl_easy_setopt */
   uint64_t checksum_read;        /* atomic: part-file bytes read to hash */
@@ -599,10 +601,14 @@ void cti_loop_cancel_transfer(struct ct_loop *loop, struct cti_transfer *t,
  * reset one from the pool or a new one (*configured = 0). Profile 0
  * matches nothing. NULL: out of memory. */
 CURL *cti_easy_take(struct ct_loop *loop, uint64_t profile, int *configured);
-/* Whether `easy` may go back to the pool after CURLMSG_DONE with `cc`. */
+/* Whether `easy` may go back to the pool after CURLMSG_DONE with `cc`:
+ * 0 no, CTI_EASY_CLEAN for any later transfer, CTI_EASY_AS_IS only for
+ * one of the same profile (see ct_pool.c). */
+#define CTI_EASY_CLEAN 1
+#define CTI_EASY_AS_IS 2
 int cti_easy_ended_clean(CURL *easy, CURLcode cc);
-/* Pool `easy`, set up with `profile`, when `clean` and there is room,
- * else clean it up. */
+/* Pool `easy`, set up with `profile`, when `clean` (one of the values
+ * above) and there is room, else clean it up. */
 void cti_easy_give_back(struct ct_loop *loop, CURL *easy, uint64_t profile,
                         int clean);
 /* One more curl_easy_setopt call (ct_loop_setopt_calls). Loop thread. */

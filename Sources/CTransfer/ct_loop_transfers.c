@@ -196,6 +196,10 @@ void cti_loop_drain_done(struct ct_loop *loop)
     {
       CURLcode cc = msg->data.result;
       int clean = cti_easy_ended_clean(t->easy, cc);
+      /* A stream that ended paused may leave bytes in curl's pause buffer,
+       * which only a full multi_done frees: not for another transfer. */
+      if(clean == CTI_EASY_AS_IS && t->paused)
+        clean = 0;
       curl_multi_remove_handle(loop->multi, t->easy);
       cti_transfer_finish(t, cc);
       retire(loop, t, clean);

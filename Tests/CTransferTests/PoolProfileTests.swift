@@ -144,4 +144,51 @@ struct PoolProfileTests {
         #expect(last.code == CT_E_TLS)
         harness.destroy()
     }
+    @Test("over HTTP/2, a handle whose stream ended beside another is reused as is for its own profile only",
+          .enabled(if: NginxFixture.isInstalled, "nginx is not installed (apt-get install nginx)"))
+    func http2SharedConnectionProfiles() throws {
+        let nginx = try NginxFixture.shared()
+        let big = URL(fileURLWithPath: try nginx.ensureFile(size: 4 << 20, seed: 31).path).lastPathComponent
+        let small = URL(fileURLWithPath: try nginx.ensureFile(size: 2048, seed: 32).path).lastPathComponent
+        let smallURL = nginx.url(.http2, "/files/" + small).absoluteString
+        let expected = DeterministicBytes.data(seed: 32, count: 2048)
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness(maxTotalConnections: 1)   // every stream on one connection
+        let caFile = nginx.caFile
+        let memory: (inout ct_transfer_spec, CStrings) -> Void = { spec, strings in spec.ca_file = strings.dup(caFile) }
+
+        // Given a slow stream that keeps the connection in use
+        let holder = try harness.submit(nginx.url(.http2, "/slow/files/" + big).absoluteString + "?rate=65536",
+                                        configure: memory)
+        try harness.waitForPhase(holder, CT_PHASE_RECEIVING)
+
+        // When memory GETs end beside it (curl does not finish such a handle fully)
+        let (first, fullCost) = try run(harness, smallURL, configure: memory)
+        #expect(first.code == CT_OK, "\(first.message)")
+        #expect(first.body == expected)
+        let (second, reusedCost) = try run(harness, smallURL, configure: memory)
+        #expect(second.code == CT_OK, "\(second.message)")
+        #expect(second.body == expected)
+
+        // Then the second reused the first's handle with its options
+        #expect(reusedCost < fullCost / 2, "reused \(reusedCost), full \(fullCost)")
+        // and a transfer of another profile (a file sink: another receive buffer) gets a handle
+        // curl accepts every option on, not the kept one
+        let path = folder.url.appendingPathComponent("small.bin").path
+        let (file, _) = try run(harness, smallURL) { spec, strings in
+            memory(&spec, strings)
+            spec.sink_kind = CT_SINK_FILE
+            spec.sink_path = strings.dup(path)
+        }
+        #expect(file.code == CT_OK, "\(file.message)")
+        #expect(FileManager.default.contents(atPath: path) == expected)
+        let (third, _) = try run(harness, smallURL, configure: memory)
+        #expect(third.code == CT_OK, "\(third.message)")
+        #expect(third.body == expected)
+
+        #expect(ct_loop_cancel(harness.loop, holder, 0) == CT_OK)
+        #expect(try harness.waitForFinish(holder).code == CT_E_CANCELLED)
+        #expect(ct_loop_illegal_transitions(harness.loop) == 0)
+        harness.destroy()
+    }
 }
