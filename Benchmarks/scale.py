@@ -329,6 +329,11 @@ def level_a(args, work, lines, n, port, status_port):
                 [bt, "--scenario", "many", "--url", slow, "--concurrency", str(n), "--count", str(n),
                  "--expect-bytes", "3"],
                 [bt, "--scenario", "many", "--url", fast, "--concurrency", "1", "--count", "1"])
+            # The batch API: no Swift task per request (where the library's own per-request cost is).
+            clients["transfer (library, batch)"] = (
+                [bt, "--scenario", "many", "--api", "batch", "--url", slow, "--concurrency", str(n),
+                 "--count", str(n), "--expect-bytes", "3"],
+                [bt, "--scenario", "many", "--api", "batch", "--url", fast, "--concurrency", "1", "--count", "1"])
         if os.path.exists(ba):
             clients["ahc"] = (
                 [ba, "--scenario", "many", "--url", slow, "--concurrency", str(n), "--count", str(n),
