@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # importing harness.py leaves no __pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import find_echo_module, free_ports  # noqa: E402  (nginx helpers shared with the harness)
 
