@@ -642,7 +642,7 @@ def scenarios(quick, upload_mib=256, soak_count=None):
                  expect_bytes=64 * MIB),
         Scenario("s8-tls-connections", "8", "new TLS conns", f"{tls_count:,} GETs of 1 KiB, each on a new TLS connection, 8 at once",
                  "tls-connections", "https", "/fresh/1k.bin", "conn/s",
-                 ["transfer", "transfer-pinned", "transfer-cli", "curl", "urlsession", "ahc"], count=tls_count,
+                 ["transfer", "transfer-pinned", "transfer-cli", "curl", "urlsession", "ahc", "tls-floor"], count=tls_count,
                  concurrency=8, expect_bytes=1024),
         Scenario("s9-segmented", "9", "segmented", "64 MiB from a rate-limited server (per connection), 8 segments",
                  "segmented", "http", "/slow/64m.bin", "MiB/s", ["transfer", "transfer-cli", "curl"],
@@ -1320,6 +1320,8 @@ def all_clients(args, bin_dir, unshare_wrap):
         SwiftClient("socket", "plain socket (ceiling)", f"{bin_dir}/bench-socket", ceiling=True),
         # Issue 27 item 5: the floor of the design, libcurl multi + epoll driven from C (scenarios 3-5).
         SwiftClient("floor", "libcurl multi floor (C)", f"{bin_dir}/bench-floor", ceiling=True),
+        # Issue 27 item 3: OpenSSL handshakes and nothing else, one SSL_CTX and CA load per process.
+        SwiftClient("tls-floor", "OpenSSL TLS floor (C)", f"{bin_dir}/bench-tls-floor", ceiling=True),
         WrkClient(),
         H2loadClient(),
     ]
