@@ -49,6 +49,11 @@ let package = Package(
         .executableTarget(name: "bench-socket"),
         // The floor of the design (issue 27 item 5): libcurl multi + epoll from C, nothing above it.
         .executableTarget(name: "bench-floor", linkerSettings: [.linkedLibrary("curl")]),
+        // The TLS floor (issue 27 item 3): OpenSSL handshakes and one GET per connection, nothing else.
+        .executableTarget(
+            name: "bench-tls-floor",
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread")]
+        ),
         // Runs one client pinned to a CPU and reports its wall time, CPU and peak RSS.
         .executableTarget(name: "bench-launch"),
     ]

@@ -642,7 +642,7 @@ def scenarios(quick, upload_mib=256, soak_count=None):
                  expect_bytes=64 * MIB),
         Scenario("s8-tls-connections", "8", "new TLS conns", f"{tls_count:,} GETs of 1 KiB, each on a new TLS connection, 8 at once",
                  "tls-connections", "https", "/fresh/1k.bin", "conn/s",
-                 ["transfer", "transfer-pinned", "transfer-cli", "curl", "urlsession", "ahc"], count=tls_count,
+                 ["transfer", "transfer-pinned", "transfer-cli", "curl", "urlsession", "ahc", "tls-floor"], count=tls_count,
                  concurrency=8, expect_bytes=1024),
         Scenario("s9-segmented", "9", "segmented", "64 MiB from a rate-limited server (per connection), 8 segments",
                  "segmented", "http", "/slow/64m.bin", "MiB/s", ["transfer", "transfer-cli", "curl"],
@@ -861,7 +861,7 @@ def target_checks(summary):
         t, c = median_of(rows, client, "cpu_per_unit"), median_of(rows, peer, "cpu_per_unit")
         share = t / c if t is not None and c else None
         label = {"curl": "curl", "ahc": "AsyncHTTPClient", "transfer-batch": "the batch API",
-                 "floor": "the libcurl floor"}[peer]
+                 "floor": "the libcurl floor", "tls-floor": "the OpenSSL floor"}[peer]
         checks.append((key, f"{what} ≤ {at_most:g}x {label}'s CPU per {unit}",
                        f"{share:.2f}x" if share is not None else "no numbers",
                        None if share is None else share <= at_most))
@@ -925,6 +925,8 @@ def target_checks(summary):
     rss_under("s7-parallel-64m", 64, client="transfer-cli")
     ratio("s8-tls-connections", "curl", 1.5, "new connections/s")
     cpu_share_of_curl("s8-tls-connections", "transfer", 1.0, "Transfer", peer="ahc", unit="connection")
+    # Issue 27 item 3: against OpenSSL alone (bench-tls-floor).
+    cpu_share_of_curl("s8-tls-connections", "transfer", 1.15, "Transfer", peer="tls-floor", unit="connection")
     # Issue 30 item 7: from round 2 to round 10 the process grows by less than
     # 1 MiB and keeps its descriptors and threads; item 3: a lazy batch of a
     # million requests stays within 64 MiB.
@@ -1320,6 +1322,8 @@ def all_clients(args, bin_dir, unshare_wrap):
         SwiftClient("socket", "plain socket (ceiling)", f"{bin_dir}/bench-socket", ceiling=True),
         # Issue 27 item 5: the floor of the design, libcurl multi + epoll driven from C (scenarios 3-5).
         SwiftClient("floor", "libcurl multi floor (C)", f"{bin_dir}/bench-floor", ceiling=True),
+        # Issue 27 item 3: OpenSSL handshakes and nothing else, one SSL_CTX and CA load per process.
+        SwiftClient("tls-floor", "OpenSSL TLS floor (C)", f"{bin_dir}/bench-tls-floor", ceiling=True),
         WrkClient(),
         H2loadClient(),
     ]

@@ -31,8 +31,11 @@ large="${TLS_BENCH_LARGE:-300}"
 . "$here/instructions-common.sh"
 instr_setup tls-instructions.sh
 instr_make_ca
+# TLS_BENCH_SERVER_TLS replaces the server's protocol and resumption settings
+# (e.g. "ssl_protocols TLSv1.2; ssl_session_cache off; ssl_session_tickets on;"
+# to count reconnects that resume by ticket).
 instr_start_nginx "listen 127.0.0.1:$port ssl; ssl_certificate $work/leaf.pem; ssl_certificate_key $work/leaf.key;
-        ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache off; ssl_session_tickets off;"
+        ${TLS_BENCH_SERVER_TLS:-ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache off; ssl_session_tickets off;}"
 instr_valgrind_copy "$bin" "$work/client"
 
 extra=()

@@ -396,6 +396,12 @@ int cti_tls_configure_ctx(struct cti_tls_state *s, void *ssl_ctx,
   /* a renegotiation would verify a new chain after the transfer's verdict
    * pointer expired; TLS 1.3 has none, TLS 1.2 servers do not get one */
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+  /* libcurl 7.88 sets SSL_OP_NO_TICKET: a TLS 1.2 server that resumes
+   * only by ticket (no session cache, nginx's default) then costs a full
+   * handshake on every reconnect. Tickets go to the same session cache as
+   * TLS 1.3 ones, under the same trust marker (ct_request.c), so one is
+   * only offered to the host, port and trust generation that verified it. */
+  SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
   return CURLE_OK;
 fail:
   conn_trust_free(NULL, c, NULL, 0, 0, NULL);

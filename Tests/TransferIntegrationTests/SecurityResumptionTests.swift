@@ -43,6 +43,23 @@ struct SecurityResumptionTests {
         #expect(try await handshake(session, server) == .reused)
     }
 
+    /// Issue 27 item 3: libcurl 7.88 sets SSL_OP_NO_TICKET on every SSL_CTX, so a TLS 1.2
+    /// server that resumes only by session ticket (no session cache: nginx's default) made every
+    /// reconnect a full handshake. The engine clears it; the ticket is kept under the same trust
+    /// marker as a TLS 1.3 one.
+    @Test("a TLS 1.2 server without a session cache resumes the second connection by ticket")
+    func resumesByTicketOverTLS12() async throws {
+        let pki = try CertificateFactory.shared()
+        let server = try OpenSSLServer(certificateFile: try pki.serverChainFile(for: pki.leaf),
+                                       keyFile: pki.leaf.keyFile, extraArguments: ["-tls1_2", "-no_cache"])
+        defer { server.stop() }
+        let session = try makeSession { $0.caFile = pki.root.certificateFile.path }
+        defer { session.invalidateAndCancel() }
+
+        #expect(try await handshake(session, server) == .new)
+        #expect(try await handshake(session, server) == .reused)
+    }
+
     @Test("a session resumed under an accepting policy is never resumed past a policy that rejects the server")
     func rejectingPolicyIsNotBypassedByResumption() async throws {
         let pki = try CertificateFactory.shared()
