@@ -423,6 +423,8 @@ class CurlClient(Client):
         args = ["curl", "-sS", "-w", self.write_out]
         if scenario.tls:
             args += ["--cacert", env.ca]
+        if scenario.key in H2_BULK_KEYS:
+            args += ["--http2"]
         if scenario.mode in ("download", "segmented"):
             return args + ["-o", env.out_file, scenario.url]
         if scenario.mode == "download-discard":
@@ -439,7 +441,10 @@ class CurlClient(Client):
                 else:
                     for _ in range(scenario.count):
                         f.write(f'url = "{scenario.url}"\noutput = "/dev/null"\n')
-        args += ["--parallel", "--parallel-max", str(scenario.concurrency), "--parallel-immediate", "-K", config]
+        # --parallel-immediate opens a connection per transfer: the multiplexed h2
+        # scenario lets curl wait to add its streams to one connection instead.
+        immediate = [] if scenario.key == H2_MUX_KEY else ["--parallel-immediate"]
+        args += ["--parallel", "--parallel-max", str(scenario.concurrency)] + immediate + ["-K", config]
         if scenario.mode == "tls-connections":
             args += ["-H", "Connection: close"]
         return args
@@ -658,7 +663,51 @@ def scenarios(quick, upload_mib=256, soak_count=None):
         Scenario("s11-batch-1m", "11", "1M batch", f"{soak:,} GETs of 1 KiB in one batch, 64 concurrent: array vs lazy sequence",
                  "many", "http", "/1k.bin", "req/s", ["transfer-batch", "transfer-lazy"], count=soak,
                  concurrency=64, expect_bytes=1024, warmup=False),
+    ] + h2_bulk_scenarios()
+
+
+# Issue 27 item 2: HTTP/2 bulk bodies with TLS read-ahead. One 1 GiB body over one h2
+# connection (to a file, and dropped), and four 256 MiB bodies multiplexed on one connection
+# (to files; under /fresh/ so that the server logs each request's connection, and
+# verify_outputs checks that there was one).
+H2_MUX_COUNT = 4
+H2_MUX_SIZE = 256 * MIB
+H2_MUX_KEY = "s13-mux-4x256m-h2"
+H2_BULK_KEYS = ("s12-download-1g-h2", "s12d-discard-1g-h2", H2_MUX_KEY)
+
+
+def h2_bulk_scenarios():
+    peers = ["transfer", "transfer-cli", "curl", "ahc"]
+    return [
+        Scenario("s12-download-1g-h2", "12", "1 GiB h2", "1 GiB download to a file over one HTTPS HTTP/2 connection",
+                 "download", "h2", "/1g.bin", "MiB/s", peers, expect_bytes=GIB),
+        Scenario("s12d-discard-1g-h2", "12d", "1 GiB h2 dropped", "1 GiB dropped over one HTTPS HTTP/2 connection",
+                 "download-discard", "h2", "/1g.bin", "MiB/s", peers, expect_bytes=GIB),
+        Scenario(H2_MUX_KEY, "13", "4x256 MiB h2", f"{H2_MUX_COUNT} x 256 MiB to files, multiplexed on one HTTPS HTTP/2 connection",
+                 "parallel-downloads", "h2", "/fresh/q/", "MiB/s", peers, count=H2_MUX_COUNT,
+                 concurrency=H2_MUX_COUNT, expect_bytes=H2_MUX_SIZE),
     ]
+
+
+def make_h2_mux_files(www):
+    """www/q/0..3.bin: the multiplexed scenario's bodies (links to one 256 MiB file)."""
+    write_file(f"{www}/256m.bin", H2_MUX_SIZE)
+    os.makedirs(f"{www}/q", exist_ok=True)
+    for i in range(H2_MUX_COUNT):
+        os.symlink(f"{www}/256m.bin", f"{www}/q/{i}.bin")
+
+
+def check_h2_mux_connection(scenario, env, result):
+    """The multiplexed scenario counts only when every request used one connection."""
+    deadline = time.monotonic() + 2
+    logged, connections, _ = env.nginx.fresh_connections()
+    while logged < scenario.count and time.monotonic() < deadline:
+        time.sleep(0.01)
+        logged, connections, _ = env.nginx.fresh_connections()
+    if logged != scenario.count or connections != 1:
+        result["errors"] = result.get("errors", 0) + 1
+        result["note"] = (f"the server saw {logged} requests on {connections} connections; "
+                          f"expected {scenario.count} on one")
 
 
 class Environment:
@@ -727,6 +776,8 @@ def verify_outputs(client, scenario, env, result):
             result["errors"] = result.get("errors", 0) + 1
             result["note"] = (f"the server saw {logged} requests on {connections} connections "
                               f"({resumed} resumed TLS sessions); expected {scenario.count} new connections")
+    if scenario.key == H2_MUX_KEY and not result.get("errors"):
+        check_h2_mux_connection(scenario, env, result)
     if scenario.mode in ("many", "tls-connections", "soak") and not isinstance(client, WrkClient) \
             and result.get("requests") != scenario.count:
         result["errors"] = result.get("errors", 0) + abs(scenario.count - result.get("requests", 0))
@@ -1400,6 +1451,7 @@ def main():
     parallel_count = max(s.count for s in all_scenarios if s.mode == "parallel-downloads")
     for i in range(parallel_count):
         os.symlink(f"{www}/64m.bin", f"{www}/p/{i}.bin")
+    make_h2_mux_files(www)
     upload_size = args.upload_mib * MIB
     upload_file = f"{work}/upload-{args.upload_mib}m.bin"
     write_file(upload_file, upload_size)

@@ -230,17 +230,9 @@ struct cti_transfer {
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   int big_recv_slot;        /* holds one of the loop's CTI_BIG_RECV_SLOTS */
   /* The socket curl last asked to poll for this transfer (sock_polled:
-   * once asked; whether it still is, the socket table says), and the
-   * record count of its connection when a re-drive parsed none
-   * (ct_loop.c): not driven again until a record came. */
+   * once asked; whether it still is, the socket table says). */
   int sock_polled;
   curl_socket_t sock;
-  uint64_t redrive_mark;
-  /* On the loop's read_ahead list: its connection reads TLS ahead, so the
-   * loop checks it for buffered records after each pass (ct_loop.c). */
-  struct cti_transfer *ra_next;
-  struct cti_transfer *ra_prev;
-  int on_read_ahead_list;
   char *etag;
   char *last_modified;
   int64_t resume_offset;
@@ -532,7 +524,7 @@ struct ct_loop {
   int64_t curl_deadline;         /* monotonic ms of curl's timeout; -1 */
   int stop;
   struct cti_transfer *all;      /* every transfer the loop owns */
-  struct cti_transfer *read_ahead;  /* those on read-ahead connections */
+  struct cti_tls_conn *tls_conns;  /* read-ahead connections (ct_tls_read.c) */
   struct cti_transfer **buckets; /* id hash */
   size_t bucket_count;
   int64_t transfer_count;
@@ -560,9 +552,11 @@ struct ct_loop {
   int big_recv_in_use;           /* transfers holding a big receive buffer */
   int tls_read_ahead_conns;      /* live connections reading ahead */
   int tls_redrive_again;         /* re-drives left over: do not sleep */
-  uint64_t tls_redrives;         /* atomic, one writer: ct_tls_read.c */
+  uint64_t tls_redrive_pass;     /* each re-drive pass: ct_tls_read.c */
+  uint64_t tls_unpauses;         /* transfers libcurl was told to resume */
+  uint64_t tls_redrives;         /* atomic, one writer: ct_loop.c */
   uint64_t tls_verdicts_released; /* atomic, one writer: retire() */
-  uint64_t tls_redrive_checks;   /* atomic, one writer: transfers looked at */
+  uint64_t tls_redrive_checks;   /* atomic, one writer: ct_tls_read.c */
 
   uint64_t next_id;              /* atomic */
   int64_t active;                /* atomic: submitted, not finished */
@@ -648,16 +642,24 @@ int cti_tls_socket_is_polled(struct ct_loop *loop, curl_socket_t fd);
 
 /* Make the connection of `ssl_ctx` read ahead in CTI_TLS_READ_AHEAD
  * blocks and count its records. From the SSL_CTX hook, loop thread. */
-void cti_tls_read_ahead_enable(struct ct_loop *loop, void *ssl_ctx);
-/* 1 when the TLS connection `easy` uses reads ahead and OpenSSL holds
- * bytes for it that the socket no longer shows; *records: record headers
- * parsed on it so far. 0 for anything else. Loop thread. */
-int cti_tls_read_pending(CURL *easy, uint64_t *records);
+void cti_tls_read_ahead_enable(struct ct_loop *loop, void *ssl_ctx,
+                               uint64_t opener);
+/* One read-ahead TLS connection (ct_tls_read.c): the loop drives its
+ * socket again while OpenSSL holds whole records for it. */
+struct cti_tls_conn;
+/* libcurl polls `fd` for `easy`: when its connection reads ahead, the
+ * loop lists the connection (once; it leaves when freed). Loop thread. */
+void cti_tls_conn_polled(struct ct_loop *loop, CURL *easy, curl_socket_t fd);
+/* The listed connection after `c` (the first for NULL). Loop thread. */
+struct cti_tls_conn *cti_tls_conn_next(struct ct_loop *loop,
+                                       struct cti_tls_conn *c);
+/* The socket to drive again in re-drive pass `pass` (once per pass), or
+ * CURL_SOCKET_BAD: OpenSSL holds no whole record, or libcurl read none
+ * of them the last drives. Loop thread, from ct_loop.c. */
+curl_socket_t cti_tls_conn_wants_drive(struct ct_loop *loop,
+                                       struct cti_tls_conn *c, uint64_t pass);
 /* 1 when the connection of `easy` has OpenSSL read ahead. Loop thread. */
 int cti_tls_reads_ahead(CURL *easy);
-/* Puts `t` on the loop's read_ahead list (once; it leaves with the loop's
- * table). ct_loop_transfers.c, loop thread. */
-void cti_loop_watch_read_ahead(struct ct_loop *loop, struct cti_transfer *t);
 /* Start held transfers (oldest first) while the connection budget has
  * room; at the end of each loop pass, never while closing. Loop thread,
  * outside libcurl's callbacks. ct_loop_transfers.c. */

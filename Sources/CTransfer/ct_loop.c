@@ -115,17 +115,21 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp,
 /* OpenSSL reads ahead on bulk TLS connections (ct_tls_read.c), so whole
  * records can wait in its buffer while the socket is empty: libcurl 7.88
  * stops reading (it asks SSL_pending, then polls the socket) and epoll
- * never reports them. After each pass, drive every transfer whose
- * connection holds such bytes again, once per socket (HTTP/2 streams
- * share one), until none is left. Only transfers on read-ahead
- * connections are looked at (the loop's read_ahead list, ct_request.c and
- * ct_tls_sockets.c fill it), so other traffic costs the re-drive nothing. A transfer whose re-drive parsed no
- * record (the buffer holds the start of one; the rest must come from the
- * socket, which epoll reports; or it is paused) waits until a record
- * comes. Bounded: what is left after REDRIVE_PASSES runs on the next
- * pass, without sleeping. */
+ * never reports them. After each pass, drive again the socket of every
+ * read-ahead connection whose OpenSSL holds a whole record. The
+ * connection is what is driven, not a transfer: one socket_action on an
+ * HTTP/2 socket runs every stream on it (libcurl 7.88 hands the read to
+ * the first and wakes those nghttp2 gave bytes to), and its streams come
+ * and go while records wait. Only read-ahead connections are looked at
+ * (the loop's tls_conns list, filled at the handshake's end and when
+ * libcurl polls their socket), so other traffic costs the re-drive
+ * nothing. A connection whose OpenSSL found the socket empty waits for
+ * epoll; one that libcurl did not read from after a few drives (every
+ * stream paused) waits for a record or an unpause (ct_tls_read.c).
+ * Bounded: what is left after REDRIVE_PASSES runs on the next pass,
+ * without sleeping. */
 #define REDRIVE_PASSES 64
-#define REDRIVE_BATCH 16
+#define REDRIVE_BATCH 64
 
 static void redrive_tls(struct ct_loop *loop)
 {
@@ -134,30 +138,20 @@ static void redrive_tls(struct ct_loop *loop)
   loop->tls_redrive_again = 0;
   for(pass = 0; pass < REDRIVE_PASSES; pass++) {
     curl_socket_t fds[REDRIVE_BATCH];
-    struct cti_transfer *t;
+    struct cti_tls_conn *c = NULL;
     int n = 0;
     int i;
 
-    for(t = loop->read_ahead; t && n < REDRIVE_BATCH; t = t->ra_next) {
-      uint64_t records = 0;
-      __atomic_store_n(&loop->tls_redrive_checks,
-                       __atomic_load_n(&loop->tls_redrive_checks,
-                                       __ATOMIC_RELAXED) + 1,
-                       __ATOMIC_RELAXED);
-      if(!t->sock_polled || !t->easy || !cti_transfer_in_multi(t) ||
-         !cti_tls_socket_is_polled(loop, t->sock) ||
-         !cti_tls_read_pending(t->easy, &records) ||
-         records == t->redrive_mark)
-        continue;
-      t->redrive_mark = records;
-      for(i = 0; i < n && fds[i] != t->sock; i++)
-        ;
-      if(i == n)
-        fds[n++] = t->sock;
+    loop->tls_redrive_pass++;
+    while(n < REDRIVE_BATCH && (c = cti_tls_conn_next(loop, c)) != NULL) {
+      curl_socket_t fd = cti_tls_conn_wants_drive(loop, c,
+                                                  loop->tls_redrive_pass);
+      if(fd != CURL_SOCKET_BAD)
+        fds[n++] = fd;
     }
     if(n == 0)
       return;
-    /* socket_action may retire transfers: only descriptors are kept */
+    /* socket_action may close connections: only descriptors are kept */
     for(i = 0; i < n; i++) {
       __atomic_store_n(&loop->tls_redrives,
                        __atomic_load_n(&loop->tls_redrives,
@@ -254,7 +248,7 @@ static void *loop_main(void *arg)
         socket_action(loop, fd, bits);
       }
     }
-    if(loop->read_ahead || loop->tls_redrive_again)
+    if(loop->tls_conns || loop->tls_redrive_again)
       redrive_tls(loop);
     /* Transfers retired in this pass made room under the budget. */
     if(loop->held)

@@ -60,28 +60,7 @@ static void table_remove(struct ct_loop *loop, struct cti_transfer *t)
     loop->all = t->next;
   if(t->next)
     t->next->prev = t->prev;
-  if(t->on_read_ahead_list) {
-    if(t->ra_prev)
-      t->ra_prev->ra_next = t->ra_next;
-    else
-      loop->read_ahead = t->ra_next;
-    if(t->ra_next)
-      t->ra_next->ra_prev = t->ra_prev;
-    t->on_read_ahead_list = 0;
-  }
   loop->transfer_count--;
-}
-
-void cti_loop_watch_read_ahead(struct ct_loop *loop, struct cti_transfer *t)
-{
-  if(t->on_read_ahead_list)
-    return;
-  t->ra_prev = NULL;
-  t->ra_next = loop->read_ahead;
-  if(loop->read_ahead)
-    loop->read_ahead->ra_prev = t;
-  loop->read_ahead = t;
-  t->on_read_ahead_list = 1;
 }
 
 static struct cti_transfer *table_find(struct ct_loop *loop, uint64_t id)

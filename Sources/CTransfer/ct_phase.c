@@ -127,8 +127,12 @@ void cti_transfer_pause(struct cti_transfer *t, uint32_t reason, int on,
     return;
   if(on && reason == CT_PAUSE_USER)
     curl_easy_pause(t->easy, CURLPAUSE_ALL);
-  else if(!on && after == 0)
+  else if(!on && after == 0) {
     curl_easy_pause(t->easy, CURLPAUSE_CONT);
+    /* a connection left alone with records for a paused stream is
+     * driven again (ct_tls_read.c) */
+    t->loop->tls_unpauses++;
+  }
   /* The other reasons are set from libcurl's own callbacks, which pause
    * their direction by returning CURL_WRITEFUNC_PAUSE or
    * CURL_READFUNC_PAUSE. */

@@ -108,10 +108,8 @@ static CURLcode ssl_ctx_cb(CURL *easy, void *ssl_ctx, void *userp)
   /* Bulk bodies read ahead (ct_tls_read.c); a trace keeps libcurl's own
    * message callback. */
   if(rc == CURLE_OK && t->recv_buffer > CURL_MAX_WRITE_SIZE &&
-     !(t->flags & CT_FLAG_TRACE)) {
-    cti_tls_read_ahead_enable(t->loop, ssl_ctx);
-    cti_loop_watch_read_ahead(t->loop, t);
-  }
+     !(t->flags & CT_FLAG_TRACE))
+    cti_tls_read_ahead_enable(t->loop, ssl_ctx, t->id);
   return rc;
 }
 

@@ -105,12 +105,9 @@ void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
     slot->user = t->id;
     t->sock = fd;             /* ct_loop.c drives it again after reading */
     t->sock_polled = 1;
-    /* A transfer that opened its connection joined the read_ahead list
-     * when it enabled read-ahead (ct_request.c); one that reuses such a
-     * connection joins here. */
-    if(!t->on_read_ahead_list && loop->tls_read_ahead_conns > 0 &&
-       cti_tls_reads_ahead(easy))
-      cti_loop_watch_read_ahead(loop, t);
+    /* A read-ahead connection joins the loop's re-drive list the first
+     * time libcurl polls its socket once its TLS has started. */
+    cti_tls_conn_polled(loop, easy, fd);
   }
 }
 

@@ -27,6 +27,9 @@ struct PhaseOutcome: Sendable {
     var bytesOnDisk: Int64 = 0
     var writeBufferPeak: Int64 = 0
     var reusedConnection = false
+    var bodyBytesReceived: Int64 = 0
+    var httpVersion: Int32 = 0
+    var localPort: Int32 = 0
 }
 
 /// A loop whose phase trace and results the test reads. Callbacks run on the loop thread.
@@ -58,7 +61,9 @@ final class PhaseHarness: Sendable {
             let outcome = PhaseOutcome(code: r.code, body: body, message: message, sysErrno: r.sys_errno,
                                        httpStatus: Int(r.http_status), bytesOnDisk: r.bytes_on_disk,
                                        writeBufferPeak: r.write_buffer_peak,
-                                       reusedConnection: r.metrics.reused_connection != 0)
+                                       reusedConnection: r.metrics.reused_connection != 0,
+                                       bodyBytesReceived: r.metrics.body_bytes_received,
+                                       httpVersion: r.metrics.http_version, localPort: r.metrics.local_port)
             entry.harness.outcomes.withLock { $0[entry.tag, default: []].append(outcome) }
         }
         config.on_phase = { ctx, event in

@@ -58,36 +58,98 @@ struct TLSReadAheadTests {
         #expect(ct_loop_tls_redrives(harness.loop) > 0)
     }
 
-    @Test("two bulk bodies at once over HTTP/2 arrive byte for byte, and an h2 connection does not read ahead")
-    func http2ConnectionsDoNotReadAhead() throws {
+    private func submitDiscard(_ harness: PhaseHarness, _ url: URL, caFile: String) throws -> UInt64 {
+        try harness.submit(url.absoluteString) { spec, strings in
+            spec.sink_kind = CT_SINK_DISCARD
+            spec.ca_file = strings.dup(caFile)
+        }
+    }
+
+    @Test("bulk bodies multiplexed on one read-ahead HTTP/2 connection, to files and dropped, arrive byte for byte")
+    func http2StreamsShareOneReadAheadConnection() throws {
         let nginx = try NginxFixture.shared()
         let size = bulkSize / 4
-        let (firstPath, firstDigest) = try nginx.ensureFile(size: size, seed: 18)
-        let (secondPath, secondDigest) = try nginx.ensureFile(size: size, seed: 19)
+        let (openerPath, _) = try nginx.ensureFile(size: 64 << 10, seed: 23)
+        let files = try [18, 19, 24].map { try nginx.ensureFile(size: size, seed: UInt64($0)) }
+        let (droppedPath, _) = try nginx.ensureFile(size: size, seed: 25)
         let folder = try TemporaryDirectory()
         let harness = try PhaseHarness()
         defer { harness.destroy() }
-        let firstFile = folder.file("h2-first.bin").path
-        let secondFile = folder.file("h2-second.bin").path
 
-        // Given two bulk downloads from the HTTP/2 listener at once
-        let first = try submitFile(harness, nginx.url(.http2, firstPath), to: firstFile, caFile: nginx.caFile)
-        let second = try submitFile(harness, nginx.url(.http2, secondPath), to: secondFile, caFile: nginx.caFile)
+        // Given a small dropped body that opens the h2 connection (and ends
+        // first, while the connection still holds records for the others:
+        // the re-drive used to follow transfers, and the streams that joined
+        // later were never looked at), then bulk bodies on the same
+        // connection, three to files and one dropped
+        let opener = try submitDiscard(harness, nginx.url(.http2, openerPath), caFile: nginx.caFile)
+        var toFiles: [(id: UInt64, file: String, digest: String)] = []
+        for (index, (path, digest)) in files.enumerated() {
+            let file = folder.file("h2-\(index).bin").path
+            toFiles.append((try submitFile(harness, nginx.url(.http2, path), to: file, caFile: nginx.caFile), file, digest))
+        }
+        let dropped = try submitDiscard(harness, nginx.url(.http2, droppedPath), caFile: nginx.caFile)
 
-        // When both finish
-        let firstOutcome = try harness.waitForFinish(first, timeout: .seconds(60))
-        let secondOutcome = try harness.waitForFinish(second, timeout: .seconds(60))
+        // When all have finished
+        let openerOutcome = try harness.waitForFinish(opener, timeout: .seconds(60))
+        let fileOutcomes = try toFiles.map { try harness.waitForFinish($0.id, timeout: .seconds(60)) }
+        let droppedOutcome = try harness.waitForFinish(dropped, timeout: .seconds(60))
 
-        // Then neither lost a record to the other stream or to OpenSSL's buffer
-        #expect(firstOutcome.code == CT_OK, "\(firstOutcome.message)")
-        #expect(secondOutcome.code == CT_OK, "\(secondOutcome.message)")
-        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: firstFile)) == firstDigest)
-        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: secondFile)) == secondDigest)
-        // And OpenSSL stopped reading ahead once ALPN chose h2: nothing was
-        // left in its buffer for the loop to drive again (a read-ahead h2
-        // connection stalled the `transfer` command's parallel requests
-        // until their idle timeout, 2 to 6 runs in 25).
-        #expect(ct_loop_tls_redrives(harness.loop) == 0)
+        // Then every body is whole: no record was lost to another stream or
+        // left in OpenSSL's buffer
+        let all = [openerOutcome, droppedOutcome] + fileOutcomes
+        for outcome in all {
+            #expect(outcome.code == CT_OK, "\(outcome.message)")
+            #expect(outcome.httpVersion == 20)
+        }
+        #expect(openerOutcome.bodyBytesReceived == 64 << 10)
+        #expect(droppedOutcome.bodyBytesReceived == Int64(size))
+        for (entry, outcome) in zip(toFiles, fileOutcomes) {
+            #expect(outcome.bytesOnDisk == Int64(size))
+            #expect(try FileDigest.sha256(of: URL(fileURLWithPath: entry.file)) == entry.digest)
+        }
+        // And they shared one connection (one local port), which read ahead:
+        // the loop drove what OpenSSL held for its streams
+        #expect(Set(all.map(\.localPort)).count == 1, "\(all.map(\.localPort))")
+        #expect(ct_loop_tls_redrives(harness.loop) > 0)
+    }
+
+    @Test("a suspended stream on a read-ahead HTTP/2 connection does not hold the others, and loses no record")
+    func suspendedHTTP2StreamDoesNotHoldTheOthers() throws {
+        let nginx = try NginxFixture.shared()
+        let size = bulkSize / 4
+        let (pausedPath, pausedDigest) = try nginx.ensureFile(size: size, seed: 26)
+        let (otherPath, otherDigest) = try nginx.ensureFile(size: size, seed: 27)
+        let (droppedPath, _) = try nginx.ensureFile(size: size, seed: 28)
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness()
+        defer { harness.destroy() }
+        let pausedFile = folder.file("h2-paused.bin").path
+        let otherFile = folder.file("h2-other.bin").path
+
+        // Given three bulk bodies on one HTTP/2 connection that reads ahead,
+        // and the first suspended once it receives
+        let paused = try submitFile(harness, nginx.url(.http2, pausedPath), to: pausedFile, caFile: nginx.caFile)
+        let other = try submitFile(harness, nginx.url(.http2, otherPath), to: otherFile, caFile: nginx.caFile)
+        let dropped = try submitDiscard(harness, nginx.url(.http2, droppedPath), caFile: nginx.caFile)
+        try harness.waitForPhase(paused, CT_PHASE_RECEIVING)
+        #expect(ct_loop_pause(harness.loop, paused) == CT_OK)
+        try harness.waitForEvent(paused, "the user pause") { $0.why == "suspended" }
+
+        // When the other two finish while it stays suspended
+        let otherOutcome = try harness.waitForFinish(other, timeout: .seconds(60))
+        let droppedOutcome = try harness.waitForFinish(dropped, timeout: .seconds(60))
+
+        // Then they are whole (records for them were not left behind the
+        // suspended stream's), and the suspended one, resumed, is whole too
+        #expect(otherOutcome.code == CT_OK, "\(otherOutcome.message)")
+        #expect(droppedOutcome.code == CT_OK, "\(droppedOutcome.message)")
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: otherFile)) == otherDigest)
+        #expect(droppedOutcome.bodyBytesReceived == Int64(size))
+        #expect(ct_loop_resume(harness.loop, paused) == CT_OK)
+        let pausedOutcome = try harness.waitForFinish(paused, timeout: .seconds(60))
+        #expect(pausedOutcome.code == CT_OK, "\(pausedOutcome.message)")
+        #expect(try FileDigest.sha256(of: URL(fileURLWithPath: pausedFile)) == pausedDigest)
+        #expect(Set([pausedOutcome, otherOutcome, droppedOutcome].map(\.localPort)).count == 1)
     }
 
     @Test("a connection that reads ahead lets go of its transfer's trust verdict when its handshake ends")
@@ -98,8 +160,8 @@ struct TLSReadAheadTests {
         let harness = try PhaseHarness()
         defer { harness.destroy() }
 
-        // Given bulk HTTPS downloads whose new connections read ahead: over
-        // HTTP/1.1, and over h2 (read-ahead turned off at the handshake's end)
+        // Given bulk HTTPS downloads whose new connections read ahead, over
+        // HTTP/1.1 and over h2
         for (index, listener) in [NginxFixture.Listener.https, .http2].enumerated() {
             let file = folder.file("verdict-\(index).bin").path
             let id = try submitFile(harness, nginx.url(listener, path), to: file, caFile: nginx.caFile)

@@ -301,8 +301,9 @@ uint64_t ct_loop_tls_redrives(const struct ct_loop *_Nonnull loop);
  * end to the trust hook. The pointer is cleared then; 0 is the healthy
  * value. Relaxed read, any thread. */
 uint64_t ct_loop_tls_verdicts_released(const struct ct_loop *_Nonnull loop);
-/* How many times the re-drive looked at a transfer (only transfers on
- * read-ahead connections are looked at). Relaxed read, any thread. */
+/* How many times the re-drive looked at a connection (only read-ahead
+ * connections whose socket libcurl polls are looked at). Relaxed read,
+ * any thread. */
 uint64_t ct_loop_tls_redrive_checks(const struct ct_loop *_Nonnull loop);
 /* curl_easy_setopt calls made so far: a handle reused for the same option
  * profile is given only the per-request options (ct_pool.c). */
