@@ -10,15 +10,10 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/tcp.h>     /* struct tcp_info with tcpi_min_rtt */
-#include <netinet/in.h>
-#include <pthread.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,68 +55,6 @@ static int over_limits(struct cti_transfer *t, size_t len)
   return 0;
 }
 
-/* Whether the system lets a socket ask for CTI_BULK_RCVBUF: a request
- * above net.core.rmem_max is cut to it, and a cut buffer, locked, would
- * be smaller than what the kernel's own tuning reaches. */
-static int rcvbuf_allowed;
-static pthread_once_t rcvbuf_once = PTHREAD_ONCE_INIT;
-
-static void read_rmem_max(void)
-{
-  FILE *f = fopen("/proc/sys/net/core/rmem_max", "re");
-  long max = 0;
-  if(f) {
-    if(fscanf(f, "%ld", &max) != 1)
-      max = 0;
-    fclose(f);
-  }
-  rcvbuf_allowed = max >= CTI_BULK_RCVBUF;
-}
-
-/* A bulk body over a short path (loopback, a LAN): the kernel sizes the
- * receive buffer from what the reader copies per round trip, which on a
- * path of tens of microseconds stays near 800 KB. A reader that loses its
- * CPU for a few milliseconds (decrypting, writing the file, or another
- * process's turn) then lets the buffer fill: the window closes (1,100 to
- * 2,400 zero windows per GiB over loopback, issue 27) and the server
- * idles until we catch up. A fixed buffer of CTI_BULK_RCVBUF (8 MiB in
- * the kernel) absorbs such gaps. Only below CTI_BULK_RCVBUF_RTT_US: there
- * it holds many times the path's bandwidth-delay product, so fixing it
- * never limits throughput, whereas on a long path the kernel's tuning
- * may grow past it. Never shrinks a buffer the kernel already grew. */
-static void tune_bulk_socket(struct cti_transfer *t)
-{
-  curl_socket_t fd;
-  struct tcp_info info;
-  socklen_t len = sizeof(info);
-  int have = 0;
-  int want = CTI_BULK_RCVBUF;
-
-  /* The socket curl polls for the transfer (ct_loop.c records it;
-   * CURLINFO_ACTIVESOCKET of libcurl 7.88 names it only once the
-   * transfer is done). None yet: look again at the next chunk. */
-  if(!t->sock_polled || t->sock == CURL_SOCKET_BAD)
-    return;
-  fd = t->sock;
-  t->rcvbuf_tuned = 1;
-  pthread_once(&rcvbuf_once, read_rmem_max);
-  if(!rcvbuf_allowed)
-    return;
-  memset(&info, 0, sizeof(info));
-  /* The path's own delay: the smoothed round trip also counts the time
-   * either end waited for a CPU, milliseconds on a busy machine. */
-  if(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
-     len < offsetof(struct tcp_info, tcpi_min_rtt) +
-     sizeof(info.tcpi_min_rtt) ||
-     info.tcpi_min_rtt == 0 || info.tcpi_min_rtt > CTI_BULK_RCVBUF_RTT_US)
-    return;
-  len = sizeof(have);
-  if(getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &have, &len) != 0 ||
-     have >= 2 * want)
-    return;
-  (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
-}
-
 size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp)
 {
   struct cti_transfer *t = userp;
@@ -160,8 +93,6 @@ size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp)
   if(over_limits(t, len))
     return 0;              /* CURLE_WRITE_ERROR; local_code says why */
   cti_rate_consume(t, CTI_RECV, len);
-  if(t->big_recv_slot && !t->rcvbuf_tuned)
-    tune_bulk_socket(t);
   if(t->sink.kind == CT_SINK_STREAM) {
     struct ct_callbacks *cb = &t->loop->config.callbacks;
     /* The chunk is taken either way; a full owner holds the next ones

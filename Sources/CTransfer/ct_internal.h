@@ -32,12 +32,6 @@
  * bandwidth anyway and get CTI_MID_RECV_BUFFER. */
 #define CTI_BIG_RECV_SLOTS 8
 #define CTI_MID_RECV_BUFFER (64u * 1024u)
-/* A bulk body (one holding a big receive slot) over a short path gets a
- * socket receive buffer of this size (SO_RCVBUF; the kernel doubles it)
- * once its first bytes arrive, when the round trip is below
- * CTI_BULK_RCVBUF_RTT_US (ct_body.c). */
-#define CTI_BULK_RCVBUF (4 * 1024 * 1024)
-#define CTI_BULK_RCVBUF_RTT_US 1000u
 /* OpenSSL's read buffer on bulk TLS connections (ct_tls_read.c): one
  * recv() brings up to four 16 KiB records. */
 #define CTI_TLS_READ_AHEAD (64u * 1024u)
@@ -235,7 +229,6 @@ struct cti_transfer {
   int head_deferred;        /* a 401 head libcurl may answer (ct_response.c) */
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   int big_recv_slot;        /* holds one of the loop's CTI_BIG_RECV_SLOTS */
-  int rcvbuf_tuned;         /* the bulk receive buffer was considered */
   /* The socket curl last asked to poll for this transfer (sock_polled:
    * once asked; whether it still is, the socket table says), and the
    * record count of its connection when a re-drive parsed none
