@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -149,9 +150,27 @@ static void reserve_blocks(struct cti_sink *sink, int64_t want)
   sink->prealloc_end = want;
 }
 
+/* File systems kept in memory. Reserving blocks there buys nothing (no
+ * extents to keep together) and costs much: tmpfs allocates and zeroes
+ * every page of the range inside fallocate, which the write then fills
+ * again. On the loop thread that was one stall of 10 to 100 ms per
+ * doubling of the reservation, during which the socket filled and the
+ * server stopped sending (issue 27). */
+#define CTI_TMPFS_MAGIC 0x01021994
+#define CTI_RAMFS_MAGIC 0x858458f6
+
+static int in_memory(int fd)
+{
+  struct statfs fs;
+  return fstatfs(fd, &fs) == 0 && ((unsigned long)fs.f_type ==
+                                   CTI_TMPFS_MAGIC ||
+                                   (unsigned long)fs.f_type ==
+                                   CTI_RAMFS_MAGIC);
+}
+
 void cti_sink_preallocate(struct cti_sink *sink, int64_t total)
 {
-  if(sink->fd < 0 || total <= 0)
+  if(sink->fd < 0 || total <= 0 || in_memory(sink->fd))
     return;
   /* The announced length is the server's word, not a fact: reserve a
    * first piece now and the rest only as the bytes really arrive. */
