@@ -155,7 +155,7 @@ static void reserve_blocks(struct cti_sink *sink, int64_t want)
  * every page of the range inside fallocate, which the write then fills
  * again. On the loop thread that was one stall of 10 to 100 ms per
  * doubling of the reservation, during which the socket filled and the
- * server stopped sending (issue 27). */
+ * server stopped sending. */
 #define CTI_TMPFS_MAGIC 0x01021994
 #define CTI_RAMFS_MAGIC 0x858458f6
 
