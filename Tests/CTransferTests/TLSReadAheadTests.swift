@@ -127,8 +127,11 @@ struct TLSReadAheadTests {
         let otherFile = folder.file("h2-other.bin").path
 
         // Given three bulk bodies on one HTTP/2 connection that reads ahead,
-        // and the first suspended once it receives
-        let paused = try submitFile(harness, nginx.url(.http2, pausedPath), to: pausedFile, caFile: nginx.caFile)
+        // and the first suspended once it receives (served at 2 MiB/s, so it
+        // is still running when the pause comes, however slow this thread is)
+        let slowPaused = try #require(URL(string: nginx.url(.http2, "/slow" + pausedPath).absoluteString
+            + "?rate=2097152"))
+        let paused = try submitFile(harness, slowPaused, to: pausedFile, caFile: nginx.caFile)
         let other = try submitFile(harness, nginx.url(.http2, otherPath), to: otherFile, caFile: nginx.caFile)
         let dropped = try submitDiscard(harness, nginx.url(.http2, droppedPath), caFile: nginx.caFile)
         try harness.waitForPhase(paused, CT_PHASE_RECEIVING)
