@@ -25,14 +25,14 @@ static int over_limits(struct cti_transfer *t, size_t len)
   int64_t decoded = t->body_decoded + (int64_t)len;
   char text[160];
 
-  if(t->spec.max_body_size > 0 &&
-     decoded + t->resume_offset > t->spec.max_body_size) {
+  if(t->opts.max_body_size > 0 &&
+     decoded + t->resume_offset > t->opts.max_body_size) {
     snprintf(text, sizeof(text), "the response body is larger than the "
-             "limit of %lld bytes", (long long)t->spec.max_body_size);
+             "limit of %lld bytes", (long long)t->opts.max_body_size);
     cti_transfer_set_error(t, CT_E_TOO_LARGE, 0, text);
     return 1;
   }
-  if(t->spec.max_decode_ratio > 0 && decoded > CTI_DECODE_RATIO_FLOOR) {
+  if(t->opts.max_decode_ratio > 0 && decoded > CTI_DECODE_RATIO_FLOOR) {
     /* curl counts body bytes as received, before content decoding; we
      * see them decoded. Without chunked encoding curl counts a read
      * before it decodes it; with it, after: allow one read of lag. */
@@ -42,10 +42,10 @@ static int over_limits(struct cti_transfer *t, size_t len)
       raw = 0;
     if(t->chunked)
       raw += (curl_off_t)t->recv_buffer;
-    if(decoded / t->spec.max_decode_ratio > (int64_t)raw) {
+    if(decoded / t->opts.max_decode_ratio > (int64_t)raw) {
       snprintf(text, sizeof(text), "the response body decodes to more "
                "than %lld bytes per byte received (%lld from %lld)",
-               (long long)t->spec.max_decode_ratio, (long long)decoded,
+               (long long)t->opts.max_decode_ratio, (long long)decoded,
                (long long)raw);
       cti_transfer_set_error(t, CT_E_TOO_LARGE, 0, text);
       return 1;

@@ -113,8 +113,8 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     break;
   case CTI_CMD_SPEED:
     /* Read by the rate buckets at the next chunk (ct_ratelimit.c). */
-    t->spec.max_recv_speed = c->a;
-    t->spec.max_send_speed = c->b;
+    t->opts.max_recv_speed = c->a;
+    t->opts.max_send_speed = c->b;
     break;
   default:
     break;

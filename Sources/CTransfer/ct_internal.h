@@ -179,6 +179,34 @@ void cti_rate_note_held(struct cti_transfer *t, size_t len);
 
 /* --- ct_transfer.c, ct_request.c, ct_response.c, ct_body.c, ct_result.c */
 
+/* The scalar options a transfer keeps from its ct_transfer_spec for its
+ * whole life. Only scalars: what the spec points to (URL, headers, paths,
+ * bodies, proxy settings) is copied into the transfer's own fields when
+ * it is made, so nothing here can point into the caller's memory, and a
+ * pointer field added to the spec later is not kept by accident. */
+struct cti_options {
+  int64_t connect_timeout_ms;
+  int64_t timeout_ms;
+  int64_t low_speed_limit;
+  int64_t low_speed_time_s;
+  int64_t idle_timeout_ms;
+  int64_t max_redirects;
+  int64_t max_recv_speed;        /* changed later by ct_loop_set_speed */
+  int64_t max_send_speed;
+  int64_t max_body_size;
+  int64_t max_decode_ratio;
+  ct_http_version http_version;
+  uint32_t auth_schemes;
+  int32_t ip_resolve;
+  int32_t tls_min;
+  int32_t tls_max;
+  int32_t netrc;
+};
+
+/* Copies the scalars above out of `spec`. */
+void cti_options_copy(struct cti_options *o,
+                      const struct ct_transfer_spec *spec);
+
 struct cti_transfer {
   uint64_t id;
   struct ct_loop *loop;
@@ -189,7 +217,7 @@ struct cti_transfer {
   struct cti_transfer *prev;
 
   uint32_t flags;
-  struct ct_transfer_spec spec;  /* scalars only: pointers are cleared */
+  struct cti_options opts;       /* the spec's scalars (cti_options_copy) */
   char *body_path;
   char *url;
   char *method;
@@ -394,8 +422,7 @@ static inline int cti_transfer_head_delivered(const struct cti_transfer *t)
 struct cti_proxy;
 
 /* Copy the spec's proxy settings into t->proxy (none for the environment
- * default) and clear the borrowed pointers in t->spec. CT_E_INVALID_REQUEST
- * for a CR or LF, CT_E_NO_MEMORY. */
+ * default). CT_E_INVALID_REQUEST for a CR or LF, CT_E_NO_MEMORY. */
 ct_code cti_proxy_create(struct cti_transfer *t,
                          const struct ct_transfer_spec *spec);
 /* The proxy options of t's easy handle (loop thread, in setup). */

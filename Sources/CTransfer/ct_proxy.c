@@ -51,12 +51,6 @@ ct_code cti_proxy_create(struct cti_transfer *t,
   struct cti_proxy *p = NULL;
   ct_code rc = CT_E_INVALID_REQUEST;
 
-  /* t->spec is a copy of *spec: its pointers are the caller's */
-  t->spec.proxy = NULL;
-  t->spec.proxy_user = NULL;
-  t->spec.proxy_password = NULL;
-  t->spec.no_proxy = NULL;
-  t->spec.proxy_ca_file = NULL;
   t->proxy = NULL;
   if(bad_text(spec->proxy) || bad_text(spec->proxy_user) ||
      bad_text(spec->proxy_password) || bad_text(spec->no_proxy) ||

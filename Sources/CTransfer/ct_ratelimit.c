@@ -68,12 +68,12 @@ static void refill(struct cti_bucket *b, int64_t rate, double now)
 
 static int64_t task_rate(struct cti_transfer *t, int dir)
 {
-  return dir == CTI_RECV ? t->spec.max_recv_speed : t->spec.max_send_speed;
+  return dir == CTI_RECV ? t->opts.max_recv_speed : t->opts.max_send_speed;
 }
 
 long cti_rate_http_version(struct cti_transfer *t, long wanted)
 {
-  if(t->spec.max_recv_speed <= 0 && t->spec.max_send_speed <= 0 &&
+  if(t->opts.max_recv_speed <= 0 && t->opts.max_send_speed <= 0 &&
      !(t->flags & CT_FLAG_CONSUMER_PACED))
     return wanted;
   if(wanted == CURL_HTTP_VERSION_1_0)

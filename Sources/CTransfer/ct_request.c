@@ -218,7 +218,7 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
   /* The fast path leaves libcurl's progress meter off (CT_FLAG_NO_PROGRESS)
    * unless an idle timeout needs the xferinfo callback (ct_timeout.c). */
   PLONG(CURLOPT_NOPROGRESS, ((t->flags & CT_FLAG_NO_PROGRESS) &&
-                             t->spec.idle_timeout_ms <= 0) ? 1L : 0L);
+                             t->opts.idle_timeout_ms <= 0) ? 1L : 0L);
   if(t->flags & CT_FLAG_TRACE) {
     /* Only when asked: a debug function costs a call per curl message
      * (its data pointer is per request: set_request). */
@@ -258,37 +258,37 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
   }
 
   /* Limits. */
-  PLONG(CURLOPT_MAXREDIRS, t->spec.max_redirects >= 0 ?
-        t->spec.max_redirects : 16);
-  PLONG(CURLOPT_CONNECTTIMEOUT_MS, t->spec.connect_timeout_ms > 0 ?
-        t->spec.connect_timeout_ms : CTI_DEFAULT_CONNECT_TIMEOUT_MS);
-  if(t->spec.timeout_ms > 0)
-    PLONG(CURLOPT_TIMEOUT_MS, t->spec.timeout_ms);
-  if(t->spec.low_speed_limit > 0 && t->spec.low_speed_time_s > 0) {
-    PLONG(CURLOPT_LOW_SPEED_LIMIT, t->spec.low_speed_limit);
-    PLONG(CURLOPT_LOW_SPEED_TIME, t->spec.low_speed_time_s);
+  PLONG(CURLOPT_MAXREDIRS, t->opts.max_redirects >= 0 ?
+        t->opts.max_redirects : 16);
+  PLONG(CURLOPT_CONNECTTIMEOUT_MS, t->opts.connect_timeout_ms > 0 ?
+        t->opts.connect_timeout_ms : CTI_DEFAULT_CONNECT_TIMEOUT_MS);
+  if(t->opts.timeout_ms > 0)
+    PLONG(CURLOPT_TIMEOUT_MS, t->opts.timeout_ms);
+  if(t->opts.low_speed_limit > 0 && t->opts.low_speed_time_s > 0) {
+    PLONG(CURLOPT_LOW_SPEED_LIMIT, t->opts.low_speed_limit);
+    PLONG(CURLOPT_LOW_SPEED_TIME, t->opts.low_speed_time_s);
   }
-  else if(t->spec.idle_timeout_ms > 0) {
+  else if(t->opts.idle_timeout_ms > 0) {
     /* The idle check itself is ct_timeout.c's, in the xferinfo callback.
      * A speed limit makes libcurl run the transfer (and so that callback)
      * every second even when no byte moves; the time is too long for
      * libcurl's own check, which averages, to ever fire first. */
     PLONG(CURLOPT_LOW_SPEED_LIMIT, 1L);
-    PLONG(CURLOPT_LOW_SPEED_TIME, t->spec.idle_timeout_ms / 1000 + 3600);
+    PLONG(CURLOPT_LOW_SPEED_TIME, t->opts.idle_timeout_ms / 1000 + 3600);
   }
   /* max_recv_speed / max_send_speed: ct_ratelimit.c (see HTTP version). */
   if(t->userpwd) {
     long auth = 0;
-    if(!t->spec.auth_schemes || (t->spec.auth_schemes & CT_AUTH_BASIC))
+    if(!t->opts.auth_schemes || (t->opts.auth_schemes & CT_AUTH_BASIC))
       auth |= CURLAUTH_BASIC;
-    if(t->spec.auth_schemes & CT_AUTH_DIGEST)
+    if(t->opts.auth_schemes & CT_AUTH_DIGEST)
       auth |= CURLAUTH_DIGEST;
     PLONG(CURLOPT_HTTPAUTH, auth);
     PSTR(CURLOPT_USERPWD, t->userpwd);
   }
 
   /* HTTP version: ALPN decides by default; h2c upgrades are never tried. */
-  switch(t->spec.http_version) {
+  switch(t->opts.http_version) {
   case CT_HTTP_1_1:
     httpver = CURL_HTTP_VERSION_1_1;
     break;
@@ -335,24 +335,24 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
   }
   if(t->client_key)
     PSTR(CURLOPT_SSLKEY, t->client_key);
-  if(t->spec.tls_min || t->spec.tls_max)
-    PLONG(CURLOPT_SSLVERSION, tls_version(t->spec.tls_min, t->spec.tls_max));
+  if(t->opts.tls_min || t->opts.tls_max)
+    PLONG(CURLOPT_SSLVERSION, tls_version(t->opts.tls_min, t->opts.tls_max));
   if(t->ciphers)
     PSTR(CURLOPT_SSL_CIPHER_LIST, t->ciphers);
   if(t->tls13_ciphers)
     PSTR(CURLOPT_TLS13_CIPHERS, t->tls13_ciphers);
 
   /* curl's connection options (all off unless asked for). */
-  if(t->spec.ip_resolve == CT_IP_V4)
+  if(t->opts.ip_resolve == CT_IP_V4)
     PLONG(CURLOPT_IPRESOLVE, CURL_IPRESOLVE_V4);
-  else if(t->spec.ip_resolve == CT_IP_V6)
+  else if(t->opts.ip_resolve == CT_IP_V6)
     PLONG(CURLOPT_IPRESOLVE, CURL_IPRESOLVE_V6);
   if(t->unix_socket_path)
     PSTR(CURLOPT_UNIX_SOCKET_PATH, t->unix_socket_path);
   if(t->flags & CT_FLAG_PATH_AS_IS)
     PLONG(CURLOPT_PATH_AS_IS, 1L);
-  if(t->spec.netrc != CT_NETRC_IGNORED) {
-    PLONG(CURLOPT_NETRC, t->spec.netrc == CT_NETRC_REQUIRED ?
+  if(t->opts.netrc != CT_NETRC_IGNORED) {
+    PLONG(CURLOPT_NETRC, t->opts.netrc == CT_NETRC_REQUIRED ?
           CURL_NETRC_REQUIRED : CURL_NETRC_OPTIONAL);
     if(t->netrc_file)
       PSTR(CURLOPT_NETRC_FILE, t->netrc_file);

@@ -202,13 +202,13 @@ void cti_transfer_deliver_head(struct cti_transfer *t)
   if(t->flags & CT_FLAG_NO_BODY)
     expected = 0;
   cti_counter_store(&t->counters->bytes_expected_to_receive, expected);
-  if(t->spec.max_body_size > 0 && expected > t->spec.max_body_size) {
+  if(t->opts.max_body_size > 0 && expected > t->opts.max_body_size) {
     /* Refused before the sink is opened: nothing is stored (curl's
      * --max-filesize does the same with the announced length). */
     char text[128];
     snprintf(text, sizeof(text), "the announced body (%lld bytes) is "
              "larger than the limit of %lld bytes", (long long)expected,
-             (long long)t->spec.max_body_size);
+             (long long)t->opts.max_body_size);
     cti_transfer_set_error(t, CT_E_TOO_LARGE, 0, text);
   }
 

@@ -22,7 +22,7 @@ int cti_timeout_idle_expired(struct cti_transfer *t, curl_off_t dlnow,
 {
   int64_t moved;
   double now;
-  if(t->spec.idle_timeout_ms <= 0)
+  if(t->opts.idle_timeout_ms <= 0)
     return 0;
   now = cti_now();
   moved = (int64_t)dlnow + (int64_t)ulnow + (int64_t)t->hdr_len;
@@ -31,14 +31,14 @@ int cti_timeout_idle_expired(struct cti_transfer *t, curl_off_t dlnow,
     t->idle_bytes = moved;
     return 0;
   }
-  if((now - t->idle_since) * 1000.0 < (double)t->spec.idle_timeout_ms)
+  if((now - t->idle_since) * 1000.0 < (double)t->opts.idle_timeout_ms)
     return 0;
   {
     char text[160];
     snprintf(text, sizeof(text),
              "idle timeout (timeoutIntervalForRequest, %lld ms): no byte "
              "sent or received for %lld ms",
-             (long long)t->spec.idle_timeout_ms,
+             (long long)t->opts.idle_timeout_ms,
              (long long)((now - t->idle_since) * 1000.0));
     cti_transfer_set_error(t, CT_E_TIMED_OUT, 0, text);
   }
@@ -52,9 +52,9 @@ void cti_timeout_explain(struct cti_transfer *t)
 {
   char text[CURL_ERROR_SIZE + 64];   /* cut to errbuf's size below */
   const char *which;
-  int connect_first = t->spec.timeout_ms <= 0 ||
-    t->spec.connect_timeout_ms <= 0 ||
-    t->spec.connect_timeout_ms <= t->spec.timeout_ms;
+  int connect_first = t->opts.timeout_ms <= 0 ||
+    t->opts.connect_timeout_ms <= 0 ||
+    t->opts.connect_timeout_ms <= t->opts.timeout_ms;
   if(!strncmp(t->errbuf, "Operation too slow", 18))
     which = "speed limit (low_speed_limit for low_speed_time)";
   else if(!strncmp(t->errbuf, "Operation timed out", 19) || !connect_first)

@@ -122,28 +122,7 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->ciphers = cti_strdup(spec->ciphers);
   t->tls13_ciphers = cti_strdup(spec->tls13_ciphers);
   t->body_path = cti_strdup(spec->body_path);
-  t->spec = *spec;
-  t->spec.url = NULL;
-  t->spec.method = NULL;
-  t->spec.headers = NULL;
-  t->spec.body_data = NULL;
-  t->spec.body_path = NULL;
-  t->spec.sink_path = NULL;
-  t->spec.sink_part_path = NULL;
-  t->spec.if_range = NULL;
-  t->spec.ca_file = NULL;
-  t->spec.client_cert = NULL;
-  t->spec.client_key = NULL;
-  t->spec.user_password = NULL;
-  t->spec.counters = NULL;
-  t->spec.journal_path = NULL;
-  t->spec.expected_sha256 = NULL;
-  t->spec.resolve = NULL;
-  t->spec.connect_to = NULL;
-  t->spec.unix_socket_path = NULL;
-  t->spec.netrc_file = NULL;
-  t->spec.ciphers = NULL;
-  t->spec.tls13_ciphers = NULL;
+  cti_options_copy(&t->opts, spec);
   {
     /* ct_proxy.c: a CR or LF in a proxy setting, or no memory */
     ct_code prc = cti_proxy_create(t, spec);
@@ -264,4 +243,25 @@ void cti_transfer_free(struct cti_transfer *t)
   cti_journal_free(t->journal);
   cti_checksum_free(t->checksum);
   free(t);
+}
+
+void cti_options_copy(struct cti_options *o,
+                      const struct ct_transfer_spec *spec)
+{
+  o->connect_timeout_ms = spec->connect_timeout_ms;
+  o->timeout_ms = spec->timeout_ms;
+  o->low_speed_limit = spec->low_speed_limit;
+  o->low_speed_time_s = spec->low_speed_time_s;
+  o->idle_timeout_ms = spec->idle_timeout_ms;
+  o->max_redirects = spec->max_redirects;
+  o->max_recv_speed = spec->max_recv_speed;
+  o->max_send_speed = spec->max_send_speed;
+  o->max_body_size = spec->max_body_size;
+  o->max_decode_ratio = spec->max_decode_ratio;
+  o->http_version = spec->http_version;
+  o->auth_schemes = spec->auth_schemes;
+  o->ip_resolve = spec->ip_resolve;
+  o->tls_min = spec->tls_min;
+  o->tls_max = spec->tls_max;
+  o->netrc = spec->netrc;
 }
