@@ -92,8 +92,9 @@ extension Request {
         return try withMultipartBody(form)
     }
 
-    /// A copy that may carry a body: GET becomes POST.
-    private func bodyCarrying() -> Request {
+    /// A copy that may carry a body: GET becomes POST (URLSession's rule for
+    /// upload tasks); any other method stays. The one place of that rule.
+    func bodyCarrying() -> Request {
         var request = self
         if request.method == .get { request.method = .post }
         return request

@@ -240,9 +240,8 @@ extension Request {
     /// This request with `body` as its upload: a GET becomes a POST (URLSession's
     /// rule for upload tasks); any other method stays.
     func uploading(_ body: Body) -> Request {
-        var request = self
+        var request = bodyCarrying()
         request.body = body
-        if request.method == .get { request.method = .post }
         return request
     }
 }
