@@ -16,10 +16,12 @@ let package = Package(
         // `--observe observability` (issue 28): the no-op backends of the integrations.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // `--rate` (open loop): latency percentiles.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
     ],
     targets: [
         // Arguments, verification and the JSON result line shared by the Swift clients.
-        .target(name: "BenchCommon"),
+        .target(name: "BenchCommon", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
         // Transfer (the library under test).
         .executableTarget(
             name: "bench-transfer",

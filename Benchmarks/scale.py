@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Scale benchmarks (issue 27 item 6): many transfers in flight, many origins.
+"""Scale benchmarks (issue 27 item 6): many transfers in flight, many origins, open-loop latency.
 
-    python3 Benchmarks/scale.py --bin-dir DIR --transfer-cli PATH [--parts a,b] [--runs 3]
+    python3 Benchmarks/scale.py --bin-dir DIR --transfer-cli PATH [--parts a,b,c] [--runs 3]
         [--concurrency 10000,300] [--hold 10] [--origins 1000] [--per-origin 10] [--out FILE] [--raw FILE]
 
 (a) In flight: nginx holds every response of /slow/ for --hold seconds (the
@@ -25,6 +25,13 @@
     during the run. bench-transfer and bench-ahc use their parallel-downloads
     scenario (each body to a file in /dev/shm); the `transfer` command and curl
     drop the bodies.
+(c) Open loop: each client's closed-loop maximum (--max-count requests, 64 at
+    once) first, then runs at --rates of the slowest client's maximum for
+    --duration seconds, with `--rate` (BenchCommon): request i is due at
+    start + i/rate whatever the others do, and its latency is measured from
+    when it was due (wrk2's correction of coordinated omission), into an
+    HdrHistogram; p50/p99/p99.9/max per run. bench-transfer (data(for:)) and
+    bench-ahc; curl has no open-loop mode for parallel transfers.
 
 Clients run alternated (A B C D A B C D ...), each with RLIMIT_NOFILE raised
 to --nofile (or the hard limit). Python 3 standard library only; nginx with the echo module
@@ -559,11 +566,90 @@ def part_b(args, work, lines, raw):
     return all_runs
 
 
+# --------------------------------------------------------------------------
+# (c) open-loop latency
+
+
+def part_c(args, work, lines, raw):
+    """Each client's closed-loop maximum first (64 at once), then open-loop runs at
+    --rates (fractions) of the slowest client's maximum, so that every client gets the
+    same offered load. Latency percentiles come from the client's HdrHistogram, measured
+    from when each request was due (`--rate` in BenchCommon)."""
+    port, = free_ports(1)
+    servers = f"""
+    server {{
+        listen 127.0.0.1:{port} backlog=65535;
+        location / {{ echo "ok"; }}
+    }}
+"""
+    nginx = Nginx(work, "nginx-c", servers, [port])
+    url = f"http://127.0.0.1:{port}/c"
+    clients = {}
+    for label, binary in (("transfer (data(for:))", "bench-transfer"), ("ahc", "bench-ahc")):
+        path = os.path.join(args.bin_dir or "", binary)
+        if os.path.exists(path):
+            clients[label] = [path, "--scenario", "many", "--url", url, "--expect-bytes", "3"]
+    failures = []
+    try:
+        maxima = {}
+        for name, command in clients.items():
+            rates = []
+            for r in range(args.runs):
+                result = run_client(command + ["--count", str(args.max_count), "--concurrency", "64"],
+                                    args.nofile, args.timeout)
+                note = check(name, result, args.max_count)
+                data = bench_json(result)
+                if note or not data.get("wall_s"):
+                    failures.append(f"max run {r + 1}: {note}")
+                    continue
+                rates.append(data["requests"] / data["wall_s"])
+            maxima[name] = statistics.median(rates) if rates else None
+        known = [m for m in maxima.values() if m]
+        if not known:
+            sys.exit("(c): no client measured a maximum")
+        base = min(known)
+        lines += ["## (c) Open-loop latency", "",
+                  "Closed-loop maximum (64 at once, " f"{args.max_count:,} requests), req/s: "
+                  + ", ".join(f"{n} {m:,.0f}" for n, m in maxima.items() if m)
+                  + f". Offered load: fractions of the slowest, {base:,.0f} req/s. curl has no open-loop mode "
+                  "for parallel transfers (`--rate` paces serial ones only), so it is not in this part.", "",
+                  "| client | offered req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        raw_c = {"maxima": maxima, "runs": []}
+        for fraction in [float(x) for x in args.rates.split(",")]:
+            rate = base * fraction
+            count = max(100, int(rate * args.duration))
+            per = {name: [] for name in clients}
+            for r in range(args.runs):
+                for name, command in clients.items():
+                    result = run_client(command + ["--count", str(count), "--rate", f"{rate:.1f}"],
+                                        args.nofile, args.timeout)
+                    data = bench_json(result)
+                    note = check(name, result, count)
+                    if note:
+                        failures.append(f"{fraction:.0%} run {r + 1}: {note}")
+                    per[name].append(data)
+                    raw_c["runs"].append({"client": name, "fraction": fraction, "rate": rate, "run": r + 1,
+                                          "json": data, "cpu_s": result["cpu_s"]})
+            for name, runs in per.items():
+                ok = [d for d in runs if d.get("latency_count")]
+                lines.append(f"| {name} | {rate:,.0f} ({fraction:.0%}) | "
+                             + " | ".join(cell([d.get(k) for d in ok], 2) for k in
+                                          ("latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms"))
+                             + f" | {sum(d.get('errors', 0) for d in runs)} |")
+        lines += ["", f"Each cell: median (min–max) of {args.runs} runs of about {args.duration} s each.", ""]
+        if failures:
+            lines += ["Failed runs:", ""] + [f"- {f}" for f in failures] + [""]
+        raw["c"] = raw_c
+    finally:
+        nginx.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bin-dir", help="where bench-transfer and bench-ahc are (release builds)")
     parser.add_argument("--transfer-cli", help="the `transfer` command (a release build)")
-    parser.add_argument("--parts", default="a,b", help="a, b or a,b")
+    parser.add_argument("--parts", default="a,b", help="a comma-separated list of a, b, c")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--concurrency", default="10000,300",
                         help="(a) requests started at once; a comma-separated list runs each level")
@@ -578,6 +664,9 @@ def main():
     parser.add_argument("--orders", default="shuffled,grouped", help="(b) URL orders to run")
     parser.add_argument("--nofile", type=int, default=65536, help="RLIMIT_NOFILE of the clients")
     parser.add_argument("--timeout", type=float, default=300, help="seconds one client run may take")
+    parser.add_argument("--rates", default="0.5,0.9", help="(c) offered loads, fractions of the slowest maximum")
+    parser.add_argument("--duration", type=float, default=10, help="(c) seconds of each open-loop run")
+    parser.add_argument("--max-count", type=int, default=20000, help="(c) requests of each closed-loop run")
     parser.add_argument("--out", help="write the Markdown report here too")
     parser.add_argument("--raw", help="write every run here (JSON)")
     args = parser.parse_args()
@@ -598,6 +687,8 @@ def main():
             part_a(args, work, lines, raw)
         if "b" in parts:
             part_b(args, work, lines, raw)
+        if "c" in parts:
+            part_c(args, work, lines, raw)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load = open("/proc/loadavg").read().split()[:3]

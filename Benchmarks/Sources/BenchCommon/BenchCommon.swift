@@ -1,6 +1,7 @@
 // What every Swift benchmark client shares: the command line, the clock,
 // bounded concurrency, and the one JSON line each run prints.
 import Foundation
+import Histogram
 
 #if canImport(Glibc)
     import Glibc
@@ -61,6 +62,10 @@ public struct Options: Sendable {
     /// (default), stream it through the `dataTaskDidReceiveData` hook, or read it through
     /// `stream(for:)` with a reader that touches every byte.
     public var stream = "none"
+    /// `--rate R` (`many`): open loop. Request i is due at start + i/R whatever the
+    /// others do, and its latency is measured from when it was due (wrk2's correction
+    /// of coordinated omission); `--count` requests in all, `--concurrency` ignored.
+    public var rate: Double?
 
     public init(arguments: [String] = Array(CommandLine.arguments.dropFirst())) throws {
         var index = 0
@@ -99,6 +104,9 @@ public struct Options: Sendable {
             case "--segments": segments = max(1, try integer(name))
             case "--rounds": rounds = max(1, try integer(name))
             case "--check": checkOnly = true
+            case "--rate":
+                guard let r = Double(try value(name)), r > 0 else { throw BenchError("--rate must be a positive number") }
+                rate = r
             case "--stream":
                 let text = try value(name)
                 guard ["none", "hook", "slow"].contains(text) else { throw BenchError("unknown --stream \(text)") }
@@ -223,6 +231,57 @@ public func forEachBounded(count: Int, concurrency: Int, tally: Tally,
         while next < min(count, concurrency) { add() }
         while await group.next() != nil {
             if next < count { add() }
+        }
+    }
+}
+
+/// Latencies of an open-loop run, in microseconds, in an HdrHistogram (3 significant digits).
+public final class Latencies: @unchecked Sendable {  // state behind `lock`
+    private let lock = NSLock()
+    private var histogram = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
+
+    public init() {}
+
+    public func record(seconds: Double) {
+        let micros = UInt64(max(0, min(seconds, 3600)) * 1e6)
+        lock.lock()
+        defer { lock.unlock() }
+        _ = histogram.record(micros)
+    }
+
+    /// p50, p99, p99.9 and the maximum, in milliseconds, for the result line.
+    public var fields: [String: Any] {
+        lock.lock()
+        defer { lock.unlock() }
+        func ms(_ v: UInt64) -> Double { Double(v) / 1000 }
+        return [
+            "latency_p50_ms": ms(histogram.valueAtPercentile(50)),
+            "latency_p99_ms": ms(histogram.valueAtPercentile(99)),
+            "latency_p999_ms": ms(histogram.valueAtPercentile(99.9)),
+            "latency_max_ms": ms(histogram.max),
+            "latency_count": histogram.totalCount,
+        ]
+    }
+}
+
+/// Open loop: starts `body(i)` when it is due, at start + i / `rate`, however many are
+/// still running, and records each one's latency from when it was due, not from when it
+/// could start (so a stalled client is charged for the requests it delayed: wrk2's
+/// correction). Requests due together are started together; the loop sleeps only when
+/// it is at least a millisecond ahead.
+public func forEachAtRate(count: Int, rate: Double, tally: Tally, latencies: Latencies,
+                          _ body: @escaping @Sendable (Int) async throws -> Void) async
+{
+    let start = monotonicSeconds()
+    await withDiscardingTaskGroup { group in
+        for index in 0..<count {
+            let due = start + Double(index) / rate
+            let ahead = due - monotonicSeconds()
+            if ahead > 0.001 { try? await Task.sleep(nanoseconds: UInt64(ahead * 1e9)) }
+            group.addTask {
+                do { try await body(index) } catch { tally.fail(error) }
+                latencies.record(seconds: monotonicSeconds() - due)
+            }
         }
     }
 }

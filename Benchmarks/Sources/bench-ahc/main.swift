@@ -95,6 +95,7 @@ await benchMain(client: "ahc") { options in
     if options.checkOnly { return 0 }
     let client = makeClient(options)
     let tally = Tally()
+    var extra: [String: Any] = [:]
     let start = monotonicSeconds()
     switch options.scenario {
     case .download:
@@ -109,8 +110,17 @@ await benchMain(client: "ahc") { options in
     case .many, .tlsConnections:
         let url = try options.target
         let close = options.scenario == .tlsConnections
-        await forEachBounded(count: options.count, concurrency: options.concurrency, tally: tally) { _ in
-            try await get(client, url, close: close, drop: false, expected: options.expectBytes, tally: tally)
+        if let rate = options.rate {
+            // Open loop: latency from when each request was due.
+            let latencies = Latencies()
+            await forEachAtRate(count: options.count, rate: rate, tally: tally, latencies: latencies) { _ in
+                try await get(client, url, close: close, drop: false, expected: options.expectBytes, tally: tally)
+            }
+            extra = latencies.fields
+        } else {
+            await forEachBounded(count: options.count, concurrency: options.concurrency, tally: tally) { _ in
+                try await get(client, url, close: close, drop: false, expected: options.expectBytes, tally: tally)
+            }
         }
     case .upload:
         let input = try options.requireInput()
@@ -138,5 +148,5 @@ await benchMain(client: "ahc") { options in
     }
     let wall = monotonicSeconds() - start
     try await client.shutdown()
-    return report(client: "ahc", options: options, wall: wall, tally: tally)
+    return report(client: "ahc", options: options, wall: wall, tally: tally, extra: extra)
 }

@@ -228,7 +228,18 @@ await benchMain(client: "transfer") { options in
         if options.scenario == .tlsConnections { request.setValue("close", forHTTPHeaderField: "Connection") }
         let shared = request
         let rss = residentBytes()
-        await makeRequests(session, shared, count: options.count, api: options.api, options: options, tally: tally)
+        if let rate = options.rate {
+            // Open loop (data(for:) per request): latency from when each was due.
+            let latencies = Latencies()
+            await forEachAtRate(count: options.count, rate: rate, tally: tally, latencies: latencies) { _ in
+                let (data, response) = try await session.data(for: shared)
+                tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,
+                             httpVersion: response.httpVersion)
+            }
+            extra = latencies.fields
+        } else {
+            await makeRequests(session, shared, count: options.count, api: options.api, options: options, tally: tally)
+        }
         if options.api == "lazy" || (options.api == "batch" && options.count >= 100_000) {
             note = "peak RSS \((peakResidentBytes() - rss) >> 20) MiB over the RSS before the requests"
         }
