@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
     ],
     targets: [
+        // Arguments, clock and URL splitting shared by the C clients.
+        .target(name: "BenchC"),
         // Arguments, verification and the JSON result line shared by the Swift clients.
         .target(name: "BenchCommon", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
         // Transfer (the library under test).
@@ -48,12 +50,13 @@ let package = Package(
             ]
         ),
         // The physical ceiling: a minimal HTTP/1.1 reader on a plain socket.
-        .executableTarget(name: "bench-socket"),
+        .executableTarget(name: "bench-socket", dependencies: ["BenchC"]),
         // The floor of the design (issue 27 item 5): libcurl multi + epoll from C, nothing above it.
-        .executableTarget(name: "bench-floor", linkerSettings: [.linkedLibrary("curl")]),
+        .executableTarget(name: "bench-floor", dependencies: ["BenchC"], linkerSettings: [.linkedLibrary("curl")]),
         // The TLS floor (issue 27 item 3): OpenSSL handshakes and one GET per connection, nothing else.
         .executableTarget(
             name: "bench-tls-floor",
+            dependencies: ["BenchC"],
             linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread")]
         ),
         // Runs one client pinned to a CPU and reports its wall time, CPU and peak RSS.

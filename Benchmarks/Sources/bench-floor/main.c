@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_c.h"
+
 struct slot {
     CURL *easy;
     long long body;  // bytes of the current response
@@ -46,12 +48,6 @@ struct floor_state {
     long http_version;  // CURL_HTTP_VERSION_* of the first response
     char first_error[256];
 };
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static size_t write_cb(char *data, size_t size, size_t n, void *userp) {
     (void)data;
@@ -87,7 +83,7 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
     (void)multi;
     struct floor_state *st = userp;
     st->run_timeout_now = timeout_ms == 0;
-    st->deadline = timeout_ms > 0 ? now_seconds() + (double)timeout_ms / 1e3 : -1;
+    st->deadline = timeout_ms > 0 ? bench_now() + (double)timeout_ms / 1e3 : -1;
     return 0;
 }
 
@@ -96,7 +92,7 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
 static int wait_ms(const struct floor_state *st) {
     if (st->run_timeout_now) return 0;
     if (st->deadline < 0) return 1000;
-    double left = st->deadline - now_seconds();
+    double left = st->deadline - bench_now();
     return left <= 0 ? 0 : (int)(left * 1e3) + 1;
 }
 
@@ -167,25 +163,12 @@ static const char *version_text(long v) {
 }
 
 int main(int argc, char **argv) {
-    const char *scenario = "download", *url = NULL, *cacert = NULL;
-    long count = 1, concurrency = 1;
-    long long expect = -1;
-    int check_only = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--check") == 0) {
-            check_only = 1;
-            continue;
-        }
-        if (i + 1 >= argc) break;
-        if (strcmp(argv[i], "--scenario") == 0) scenario = argv[i + 1];
-        else if (strcmp(argv[i], "--url") == 0) url = argv[i + 1];
-        else if (strcmp(argv[i], "--count") == 0) count = atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--concurrency") == 0) concurrency = atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--cacert") == 0) cacert = argv[i + 1];
-        else if (strcmp(argv[i], "--expect-bytes") == 0) expect = atoll(argv[i + 1]);
-        // Other common arguments (--output, --input, --pin, ...) do not apply here.
-        i++;
-    }
+    struct bench_args args;
+    bench_args_parse(argc, argv, "download", &args);
+    const char *scenario = args.scenario, *url = args.url, *cacert = args.cacert;
+    long count = args.count, concurrency = args.concurrency;
+    long long expect = args.expect_bytes;
+    int check_only = args.check_only;
     if (strcmp(scenario, "many") != 0) {
         printf("{\"client\":\"floor\",\"scenario\":\"%s\",\"unsupported\":true,"
                "\"note\":\"the libcurl floor does many small GETs only\"}\n",
@@ -242,7 +225,7 @@ int main(int argc, char **argv) {
         }
     }
 
-    double start = now_seconds();
+    double start = bench_now();
     for (long i = 0; i < concurrency; i++) {
         st.started++;
         if (curl_multi_add_handle(st.multi, slots[i].easy) != CURLM_OK) {
@@ -264,7 +247,7 @@ int main(int argc, char **argv) {
             note_error(&st, "epoll_wait failed");
             break;
         }
-        if (st.run_timeout_now || (st.deadline >= 0 && st.deadline <= now_seconds())) {
+        if (st.run_timeout_now || (st.deadline >= 0 && st.deadline <= bench_now())) {
             st.run_timeout_now = 0;
             st.deadline = -1;  // curl sets the next one, if any
             if (action(&st, CURL_SOCKET_TIMEOUT, 0) != 0) break;
@@ -281,7 +264,7 @@ int main(int argc, char **argv) {
             if (action(&st, events[i].data.fd, bits) != 0) break;
         }
     }
-    double wall = now_seconds() - start;
+    double wall = bench_now() - start;
     if (st.requests < st.count) {
         st.errors += st.count - st.requests;
         st.requests = st.count;

@@ -27,43 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_c.h"
+
 enum { BLOCK = 4 << 20 };  // 4 MiB reads and writes
 
-struct target {
-    char host[256];
-    char port[16];
-    char path[2048];
-};
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int parse_url(const char *url, struct target *t) {
-    const char *prefix = "http://";
-    if (strncmp(url, prefix, strlen(prefix)) != 0) return -1;
-    const char *rest = url + strlen(prefix);
-    const char *slash = strchr(rest, '/');
-    size_t authority_len = slash ? (size_t)(slash - rest) : strlen(rest);
-    if (authority_len == 0 || authority_len >= sizeof t->host) return -1;
-    char authority[256];
-    memcpy(authority, rest, authority_len);
-    authority[authority_len] = '\0';
-    char *colon = strrchr(authority, ':');
-    if (colon) {
-        *colon = '\0';
-        snprintf(t->port, sizeof t->port, "%s", colon + 1);
-    } else {
-        snprintf(t->port, sizeof t->port, "80");
-    }
-    snprintf(t->host, sizeof t->host, "%s", authority);
-    snprintf(t->path, sizeof t->path, "%s", slash ? slash : "/");
-    return 0;
-}
-
-static int connect_to(const struct target *t) {
+static int connect_to(const struct bench_target *t) {
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -123,7 +91,7 @@ static ssize_t read_head(int fd, char *buf, size_t cap, size_t *filled, int *sta
 }
 
 // GET url; body to out_fd (or dropped when out_fd < 0). Returns body bytes or -1.
-static long long do_download(const struct target *t, int out_fd, char *buf) {
+static long long do_download(const struct bench_target *t, int out_fd, char *buf) {
     int fd = connect_to(t);
     if (fd < 0) return -1;
     char request[4096];
@@ -174,7 +142,7 @@ static long long do_download(const struct target *t, int out_fd, char *buf) {
 }
 
 // POST the file at input to url with sendfile. Returns bytes sent or -1.
-static long long do_upload(const struct target *t, const char *input, char *buf) {
+static long long do_upload(const struct bench_target *t, const char *input, char *buf) {
     int in = open(input, O_RDONLY);
     if (in < 0) return -1;
     struct stat st;
@@ -214,25 +182,13 @@ static long long do_upload(const struct target *t, const char *input, char *buf)
 }
 
 int main(int argc, char **argv) {
-    const char *scenario = "download", *url = NULL, *output = NULL, *input = NULL;
-    long count = 1;
-    int check_only = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--check") == 0) {
-            check_only = 1;
-            continue;
-        }
-        if (i + 1 >= argc) break;
-        if (strcmp(argv[i], "--scenario") == 0) scenario = argv[i + 1];
-        else if (strcmp(argv[i], "--url") == 0) url = argv[i + 1];
-        else if (strcmp(argv[i], "--output") == 0) output = argv[i + 1];
-        else if (strcmp(argv[i], "--input") == 0) input = argv[i + 1];
-        else if (strcmp(argv[i], "--count") == 0) count = atol(argv[i + 1]);
-        // Other common arguments (--concurrency, --cacert, ...) do not apply here.
-        i++;
-    }
-    struct target t;
-    if (!url || parse_url(url, &t) != 0) {
+    struct bench_args args;
+    bench_args_parse(argc, argv, "download", &args);
+    const char *scenario = args.scenario, *url = args.url, *output = args.output, *input = args.input;
+    long count = args.count;
+    int check_only = args.check_only;
+    struct bench_target t;
+    if (!url || bench_parse_url(url, "http", &t) != 0) {
         fprintf(stderr, "bench-socket: --url http://host:port/path is required\n");
         return 2;
     }
@@ -253,7 +209,7 @@ int main(int argc, char **argv) {
     if (!buf) return 1;
     long long bytes = 0;
     long errors = 0, requests = 0;
-    double start = now_seconds();
+    double start = bench_now();
     for (long i = 0; i < (count > 0 ? count : 1); i++) {
         long long n;
         if (upload) {
@@ -268,7 +224,7 @@ int main(int argc, char **argv) {
         if (n < 0) errors++;
         else bytes += n;
     }
-    double wall = now_seconds() - start;
+    double wall = bench_now() - start;
     printf("{\"client\":\"socket\",\"scenario\":\"%s\",\"wall_s\":%.6f,\"bytes\":%lld,"
            "\"requests\":%ld,\"errors\":%ld,\"http_version\":\"1.1\"}\n",
            scenario, wall, bytes, requests, errors);

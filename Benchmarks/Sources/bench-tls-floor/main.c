@@ -33,16 +33,11 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-struct target {
-    char host[256];
-    char port[16];
-    char path[2048];
-    int is_ip;
-};
+#include "bench_c.h"
 
 struct shared {
     SSL_CTX *ctx;
-    const struct target *t;
+    const struct bench_target *t;
     struct addrinfo *addr;
     char request[4096];
     int request_len;
@@ -55,36 +50,6 @@ struct shared {
     pthread_mutex_t error_lock;
     char first_error[256];
 };
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int parse_url(const char *url, struct target *t) {
-    const char *prefix = "https://";
-    if (strncmp(url, prefix, strlen(prefix)) != 0) return -1;
-    const char *rest = url + strlen(prefix);
-    const char *slash = strchr(rest, '/');
-    size_t authority_len = slash ? (size_t)(slash - rest) : strlen(rest);
-    if (authority_len == 0 || authority_len >= sizeof t->host) return -1;
-    char authority[256];
-    memcpy(authority, rest, authority_len);
-    authority[authority_len] = '\0';
-    char *colon = strrchr(authority, ':');
-    if (colon) {
-        *colon = '\0';
-        snprintf(t->port, sizeof t->port, "%s", colon + 1);
-    } else {
-        snprintf(t->port, sizeof t->port, "443");
-    }
-    snprintf(t->host, sizeof t->host, "%s", authority);
-    snprintf(t->path, sizeof t->path, "%s", slash ? slash : "/");
-    unsigned char probe[16];
-    t->is_ip = inet_pton(AF_INET, t->host, probe) == 1 || inet_pton(AF_INET6, t->host, probe) == 1;
-    return 0;
-}
 
 static void note_error(struct shared *s, const char *what) {
     atomic_fetch_add(&s->errors, 1);
@@ -199,33 +164,20 @@ static void *slot(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    const char *scenario = "tls-connections", *url = NULL, *cacert = NULL;
-    long count = 1, concurrency = 1;
-    long long expect_bytes = -1;
-    int check_only = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--check") == 0) {
-            check_only = 1;
-            continue;
-        }
-        if (i + 1 >= argc) break;
-        if (strcmp(argv[i], "--scenario") == 0) scenario = argv[i + 1];
-        else if (strcmp(argv[i], "--url") == 0) url = argv[i + 1];
-        else if (strcmp(argv[i], "--cacert") == 0) cacert = argv[i + 1];
-        else if (strcmp(argv[i], "--count") == 0) count = atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--concurrency") == 0) concurrency = atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--expect-bytes") == 0) expect_bytes = atoll(argv[i + 1]);
-        // Other common arguments (--output, --pin, ...) do not apply here.
-        i++;
-    }
+    struct bench_args args;
+    bench_args_parse(argc, argv, "tls-connections", &args);
+    const char *scenario = args.scenario, *url = args.url, *cacert = args.cacert;
+    long count = args.count, concurrency = args.concurrency;
+    long long expect_bytes = args.expect_bytes;
+    int check_only = args.check_only;
     if (strcmp(scenario, "tls-connections") != 0) {
         printf("{\"client\":\"tls-floor\",\"scenario\":\"%s\",\"unsupported\":true,"
                "\"note\":\"the TLS floor does new TLS connections only\"}\n",
                scenario);
         return 3;
     }
-    struct target t;
-    if (!url || parse_url(url, &t) != 0) {
+    struct bench_target t;
+    if (!url || bench_parse_url(url, "https", &t) != 0) {
         fprintf(stderr, "bench-tls-floor: --url https://host:port/path is required\n");
         return 2;
     }
@@ -251,7 +203,7 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    double start = now_seconds();
+    double start = bench_now();
     // The context and the trust store: built once, shared by every connection.
     s.ctx = SSL_CTX_new(TLS_client_method());
     if (!s.ctx || SSL_CTX_set_min_proto_version(s.ctx, TLS1_2_VERSION) != 1 ||
@@ -273,7 +225,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     for (long i = 0; i < started; i++) pthread_join(threads[i], NULL);
-    double wall = now_seconds() - start;
+    double wall = bench_now() - start;
 
     printf("{\"bytes\":%lld,\"client\":\"tls-floor\",\"errors\":%ld,%s%s%s\"http_version\":\"1.1\","
            "\"requests\":%ld,\"scenario\":\"%s\",\"wall_s\":%.6f}\n",
