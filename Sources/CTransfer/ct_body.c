@@ -66,12 +66,10 @@ size_t cti_write_cb(char *data, size_t size, size_t nmemb, void *userp)
     cti_transfer_deliver_head(t);
   if(t->local_code != CT_OK)
     return 0;              /* CURLE_WRITE_ERROR; local_code says why */
-  if(t->head_pending) {
+  if(t->paused & CT_PAUSE_FILE)
     /* The head's file work runs on the worker (ct_response.c); curl
      * keeps this chunk and hands it again after the unpause. */
-    cti_transfer_pause(t, CT_PAUSE_FILE, 1, "head file work");
     return CURL_WRITEFUNC_PAUSE;
-  }
   if(t->phase == CT_PHASE_DECIDING) {
     /* curl keeps this chunk and hands it again after the unpause. */
     cti_transfer_pause(t, CT_PAUSE_DISPOSITION, 1, "body before the answer");

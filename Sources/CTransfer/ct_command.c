@@ -49,7 +49,7 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     return;
   }
   t = cti_loop_find(loop, c->id);
-  if(t && c->kind == CTI_CMD_CANCEL && t->committing) {
+  if(t && c->kind == CTI_CMD_CANCEL && t->phase == CT_PHASE_COMMITTING) {
     /* Before the download is in place a cancel still wins (ct_loop.h). */
     cti_transfer_cancel_commit(t, c->arg);
     return;

@@ -254,7 +254,6 @@ struct cti_transfer {
   int64_t content_range_start;
   int64_t body_decoded;     /* body bytes of this response passed on */
   int chunked;              /* this response is Transfer-Encoding: chunked */
-  int head_deferred;        /* a 401 head libcurl may answer (ct_response.c) */
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   int big_recv_slot;        /* holds one of the loop's CTI_BIG_RECV_SLOTS */
   /* The socket curl last asked to poll for this transfer (sock_polled:
@@ -297,10 +296,9 @@ struct cti_transfer {
   struct cti_proxy *proxy;        /* ct_proxy.c; NULL: the environment's */
   uint64_t profile;               /* key of its easy options; 0: none */
   /* At the final head, the file work it needs (the digest of a resumed
-   * prefix, the first journal) runs on the worker as `head_job`; until
-   * its done no body byte is written (CT_PAUSE_FILE). The worker reports
-   * in head_code/head_errno/head_failed, never in local_code. */
-  int head_pending;
+   * prefix, the first journal) runs on the worker as `head.job`; until
+   * it is done no body byte is written (the CT_PAUSE_FILE reason). The
+   * worker reports in head.code/err/failed, never in local_code. */
   struct cti_head_work {
     struct cti_job job;
     int64_t prefix;          /* bytes of the part file to hash first */
@@ -312,19 +310,19 @@ struct cti_transfer {
     int journal_err;         /* worker: the journal's errno, or 0 */
     const char *journal_what;
   } head;
-  /* Inside CT_PHASE_FINISHING: the commit (fsync, rename, folder fsync,
-   * the journal's last write) runs on the worker; until its job is done
-   * the loop neither touches the sink nor reports nor frees the transfer
-   * (ct_worker.c), and retire() is deferred to the job's end. */
-  int committing;
-  int delivering;           /* the job commits a success (not a settle) */
-  int cancel_commit;        /* atomic: 1 + keep_partial, a cancel that
-                               came while committing (ct_loop.h) */
-  int retire_clean;         /* retire()'s `clean`, kept while committing */
-  struct cti_job commit_job;
-  ct_code commit_code;
-  CURLcode finish_cc;
-  const char *finish_message;
+  /* CT_PHASE_COMMITTING (ct_result.c): the file job of a finished
+   * download. Its fields are the job's inputs and outputs, not states:
+   * the phase says whether it runs. */
+  struct cti_commit_work {
+    struct cti_job job;
+    ct_code code;             /* the outcome so far; the worker's final */
+    CURLcode cc;
+    const char *message;
+    int clean;                /* retire()'s `clean`, for after the job */
+    int cancel;               /* atomic: 1 + keep_partial, a cancel that
+                                 came while the job waited or ran; read
+                                 by the worker before it renames */
+  } commit;
 };
 
 ct_code cti_transfer_create(struct ct_loop *loop,
@@ -698,7 +696,7 @@ void cti_loop_admit_held(struct ct_loop *loop);
  * pool); curl then finds them dead and closes them. Loop thread. */
 void cti_tls_close_stale_sockets(struct ct_loop *loop);
 
-/* Retire a transfer whose commit job is done (see cti_transfer.committing):
+/* Retire a transfer whose commit job is done (CT_PHASE_COMMITTING):
  * out of the table, its easy handle back to the pool, freed. Loop thread. */
 void cti_loop_retire(struct ct_loop *loop, struct cti_transfer *t);
 

@@ -111,15 +111,11 @@ void cti_loop_admit_held(struct ct_loop *loop)
   loop->admitting = 0;
 }
 
-/* After finishing: take `t` out of the table and free it. `clean`: curl
+/* Take a finished transfer out of the table and free it. `clean`: curl
  * ended its easy handle fully (or never ran it), so the pool may keep it.
  * Loop thread only. */
-static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
+static void release(struct ct_loop *loop, struct cti_transfer *t, int clean)
 {
-  if(t->committing) {
-    t->retire_clean = clean;   /* the commit job retires it when done */
-    return;
-  }
   /* A connection whose handshake never reported its end must not keep a
    * pointer into this transfer: released here, and counted (0 is healthy),
    * before the phase says it is done. */
@@ -154,9 +150,19 @@ static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
     cti_tls_close_stale_sockets(loop);
 }
 
+/* After finishing: released now, or by the file job when it is done. */
+static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
+{
+  if(t->phase == CT_PHASE_COMMITTING) {
+    t->commit.clean = clean;
+    return;
+  }
+  release(loop, t, clean);
+}
+
 void cti_loop_retire(struct ct_loop *loop, struct cti_transfer *t)
 {
-  retire(loop, t, t->retire_clean);
+  release(loop, t, t->commit.clean);
 }
 
 void cti_loop_drain_done(struct ct_loop *loop)

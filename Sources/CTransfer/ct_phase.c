@@ -17,19 +17,23 @@ static const unsigned legal[CT_PHASE_DONE + 1] = {
   /* QUEUED */     BIT(CT_PHASE_CONNECTING) | BIT(CT_PHASE_FINISHING),
   /* CONNECTING */ BIT(CT_PHASE_HEAD) | BIT(CT_PHASE_DECIDING) |
                    BIT(CT_PHASE_RECEIVING) | BIT(CT_PHASE_FINISHING),
-  /* HEAD */       BIT(CT_PHASE_CONNECTING) | BIT(CT_PHASE_DECIDING) |
+  /* HEAD */       BIT(CT_PHASE_CONNECTING) | BIT(CT_PHASE_CHALLENGED) |
+                   BIT(CT_PHASE_DECIDING) | BIT(CT_PHASE_RECEIVING) |
+                   BIT(CT_PHASE_FINISHING),
+  /* CHALLENGED */ BIT(CT_PHASE_HEAD) | BIT(CT_PHASE_DECIDING) |
                    BIT(CT_PHASE_RECEIVING) | BIT(CT_PHASE_FINISHING),
   /* DECIDING */   BIT(CT_PHASE_RECEIVING) | BIT(CT_PHASE_FINISHING),
   /* RECEIVING */  BIT(CT_PHASE_FINISHING),
-  /* FINISHING */  BIT(CT_PHASE_DONE),
+  /* FINISHING */  BIT(CT_PHASE_COMMITTING) | BIT(CT_PHASE_DONE),
+  /* COMMITTING */ BIT(CT_PHASE_DONE),
   /* DONE */       0
 };
 
 const char *ct_phase_name(ct_phase phase)
 {
   static const char *const names[] = {
-    "queued", "connecting", "head", "deciding", "receiving", "finishing",
-    "done"
+    "queued", "connecting", "head", "challenged", "deciding", "receiving",
+    "finishing", "committing", "done"
   };
   if((unsigned)phase > CT_PHASE_DONE)
     return "?";

@@ -104,7 +104,6 @@ static void head_run(struct cti_job *job)            /* worker thread */
 static void head_record(struct cti_transfer *t)
 {
   struct cti_head_work *h = &t->head;
-  t->head_pending = 0;
   if(h->code != CT_OK)
     cti_transfer_set_error(t, h->code, h->err, h->failed);
   else if(h->journal)
@@ -115,11 +114,9 @@ static void head_record(struct cti_transfer *t)
 static void head_done(struct cti_job *job)           /* loop thread */
 {
   struct cti_transfer *t = job->owner;
-  if(t->phase >= CT_PHASE_FINISHING) {
-    /* Ended meanwhile: its file job, queued after this one, settles. */
-    t->head_pending = 0;
-    return;
-  }
+  if(t->phase >= CT_PHASE_FINISHING)
+    return;    /* ended meanwhile: its file job, queued after this one,
+                  settles */
   head_record(t);
   if(t->local_code != CT_OK) {
     cti_loop_fail(t->loop, t, t->local_code, NULL);
@@ -152,9 +149,12 @@ static void start_head_work(struct cti_transfer *t)
   h->job.owner = t;
   h->job.gate_path = t->sink.path ? t->sink.path : t->sink.part_path;
   h->job.gate = CTI_GATE_FILE;
-  t->head_pending = 1;
-  if(cti_worker_submit(t->loop->worker, &h->job) == CT_OK)
+  if(cti_worker_submit(t->loop->worker, &h->job) == CT_OK) {
+    /* Set now, before any body byte: the write callback holds the body
+     * while the reason is set, and the idle timeout does not run. */
+    cti_transfer_pause(t, CT_PAUSE_FILE, 1, "head file work");
     return;
+  }
   head_run(&h->job);           /* no worker (shutdown): here */
   head_record(t);
 }
@@ -286,7 +286,6 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
      * its head afresh. */
     const char *sp = memchr(data, ' ', len);
     t->hdr_len = 0;
-    t->head_deferred = 0;  /* libcurl answered the 401 kept back */
     if(t->hdr)
       t->hdr[0] = 0;       /* no stale line of the previous head */
     t->status = sp ? status_code(sp + 1, len - (size_t)(sp + 1 - data)) : 0;
@@ -294,6 +293,8 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
      * phase: that head was delivered already. */
     if(t->phase == CT_PHASE_CONNECTING)
       cti_transfer_set_phase(t, CT_PHASE_HEAD, "status line");
+    else if(t->phase == CT_PHASE_CHALLENGED)
+      cti_transfer_set_phase(t, CT_PHASE_HEAD, "libcurl answered the 401");
     t->content_length = -1;
     t->content_range_start = -1;
     t->body_decoded = 0;
@@ -323,7 +324,8 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
        * 401 is final when its body (cti_write_cb) or the end of the
        * transfer (cti_transfer_finish) comes before another status line:
        * libcurl skips the body of a response it answers. */
-      t->head_deferred = 1;
+      if(t->phase == CT_PHASE_HEAD)
+        cti_transfer_set_phase(t, CT_PHASE_CHALLENGED, "401 libcurl may answer");
       return len;
     }
     if(!cti_transfer_head_delivered(t))

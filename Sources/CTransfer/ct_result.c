@@ -87,9 +87,9 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
   }
   memset(&st, 0, sizeof(st));
   st.proxy_refusal = cti_proxy_refusal(t, cc);
-  st.in_head = t->phase == CT_PHASE_HEAD;
+  st.in_head = t->phase == CT_PHASE_HEAD || t->phase == CT_PHASE_CHALLENGED;
   st.in_body = cti_transfer_head_delivered(t);
-  st.following_redirect = t->phase != CT_PHASE_HEAD &&
+  st.following_redirect = !st.in_head &&
     cti_transfer_redirect_followed(t);
   st.chunked = t->chunked;
   st.socket_errno = t->socket_errno;
@@ -109,7 +109,7 @@ static ct_code classify(struct cti_transfer *t, CURLcode cc)
  * ct_loop.h). It decides whether the part file is kept, as any cancel. */
 static int cancel_requested(struct cti_transfer *t)
 {
-  int cancel = __atomic_load_n(&t->cancel_commit, __ATOMIC_ACQUIRE);
+  int cancel = __atomic_load_n(&t->commit.cancel, __ATOMIC_ACQUIRE);
   if(!cancel)
     return 0;
   if(cancel == 2)
@@ -171,30 +171,31 @@ static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
 
 /* The file work of a finished download, on the worker: commit a success
  * (unless a cancel came first), then settle the part file and the
- * journal. commit_code holds the outcome so far and gets the final one. */
+ * journal. commit.code holds the outcome so far and gets the final one. */
 static void file_run(struct cti_job *job)          /* worker thread */
 {
   struct cti_transfer *t = job->owner;
   /* After the head job (jobs run in order): the digest has the prefix. */
-  if(t->commit_code == CT_OK && t->checksum)
-    t->commit_code = cti_checksum_verify(t);
-  if(t->commit_code == CT_OK)
-    t->commit_code = commit_file(t, &t->finish_message);
-  settle_file(t, t->commit_code);
+  if(t->commit.code == CT_OK && t->checksum)
+    t->commit.code = cti_checksum_verify(t);
+  if(t->commit.code == CT_OK)
+    t->commit.code = commit_file(t, &t->commit.message);
+  settle_file(t, t->commit.code);
 }
 
 static void file_done(struct cti_job *job)         /* loop thread */
 {
   struct cti_transfer *t = job->owner;
-  report(t, t->commit_code, t->finish_cc, t->finish_message);
-  t->committing = 0;
+  report(t, t->commit.code, t->commit.cc, t->commit.message);
   cti_loop_retire(t->loop, t);     /* frees t, and job with it */
 }
 
+/* Only a commit reads the request (commit_file): the settle of a failure
+ * keeps or removes its part file as the failure said. */
 void cti_transfer_cancel_commit(struct cti_transfer *t, int keep_partial)
 {
-  if(t->committing && t->delivering)
-    __atomic_store_n(&t->cancel_commit, keep_partial ? 2 : 1,
+  if(t->phase == CT_PHASE_COMMITTING)
+    __atomic_store_n(&t->commit.cancel, keep_partial ? 2 : 1,
                      __ATOMIC_RELEASE);
 }
 
@@ -213,23 +214,23 @@ static void finish(struct cti_transfer *t, ct_code code, CURLcode cc,
      * for the result) until the file job is done: a commit, or the
      * settle of a failed download (part file removed or synced, the
      * journal's last write). */
-    t->commit_code = code;
-    t->finish_cc = cc;
-    t->finish_message = message;
-    t->commit_job.run = file_run;
-    t->commit_job.done = file_done;
-    t->commit_job.owner = t;
-    t->commit_job.gate_path = t->sink.path ? t->sink.path :
+    t->commit.code = code;
+    t->commit.cc = cc;
+    t->commit.message = message;
+    t->commit.job.run = file_run;
+    t->commit.job.done = file_done;
+    t->commit.job.owner = t;
+    t->commit.job.gate_path = t->sink.path ? t->sink.path :
       t->sink.part_path;
-    t->commit_job.gate = code == CT_OK ? CTI_GATE_COMMIT : CTI_GATE_FILE;
-    t->delivering = code == CT_OK;
-    t->committing = 1;
-    if(cti_worker_submit(t->loop->worker, &t->commit_job) == CT_OK)
+    t->commit.job.gate = code == CT_OK ? CTI_GATE_COMMIT : CTI_GATE_FILE;
+    if(cti_worker_submit(t->loop->worker, &t->commit.job) == CT_OK) {
+      cti_transfer_set_phase(t, CT_PHASE_COMMITTING, code == CT_OK ?
+                             "commit on the worker" : "settle on the worker");
       return;
-    t->committing = 0;             /* no worker (shutdown): here */
-    file_run(&t->commit_job);
-    code = t->commit_code;
-    message = t->finish_message;
+    }
+    file_run(&t->commit.job);      /* no worker (shutdown): here */
+    code = t->commit.code;
+    message = t->commit.message;
   }
   report(t, code, cc, message);
 }
@@ -324,9 +325,8 @@ void cti_transfer_finish(struct cti_transfer *t, CURLcode cc)
   ct_code code;
   /* A 401 kept back in case libcurl answered it (ct_response.c): nothing
    * came after it, so it was the final response. */
-  if(t->head_deferred && cc == CURLE_OK && !cti_transfer_head_delivered(t))
+  if(t->phase == CT_PHASE_CHALLENGED && cc == CURLE_OK)
     cti_transfer_deliver_head(t);
-  t->head_deferred = 0;
   code = classify(t, cc);
   if(code == CT_E_TIMED_OUT && t->local_code == CT_OK)
     cti_timeout_explain(t);

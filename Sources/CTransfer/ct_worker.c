@@ -10,7 +10,7 @@
  * memory belongs to whoever queued it; the worker and the loop only link
  * it. Between cti_worker_submit and `done` nothing else may touch what
  * `run` uses: the loop keeps the owning transfer out of reach (see
- * cti_transfer.committing).
+ * CT_PHASE_COMMITTING).
  */
 #define _GNU_SOURCE
 #include "ct_internal.h"

@@ -393,4 +393,91 @@ struct PhaseTests {
             #expect(harness.results(id).count == 1)
         }
     }
+
+    @Test("a download's file work is a phase: head work holds the body by its reason, then finishing, committing, done")
+    func downloadCommitsInItsOwnPhase() throws {
+        let server = try TestServer.start()
+        defer { _ = server.stop() }
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness()
+        let path = folder.file("out.bin").path
+
+        // A download with a journal: its first journal write is head work on the worker
+        let id = try harness.submit(server.url("/bytes/20000?seed=7").absoluteString) { spec, strings in
+            spec.sink_kind = CT_SINK_FILE
+            spec.sink_path = strings.dup(path)
+            spec.journal_path = strings.dup(folder.file("out.journal").path)
+        }
+        let outcome = try harness.waitForFinish(id)
+        try harness.waitForPhase(id, CT_PHASE_DONE)
+
+        #expect(outcome.code == CT_OK)
+        #expect(FileManager.default.contents(atPath: path) == TestServer.bytes(seed: 7, count: 20000))
+        #expect(harness.phases(id).suffix(3) == [CT_PHASE_FINISHING, CT_PHASE_COMMITTING, CT_PHASE_DONE])
+        #expect(harness.trace(id).contains { $0.to == CT_PHASE_COMMITTING && $0.why == "commit on the worker" })
+        // The head work's reason is set when the work is handed over and cleared when it is done
+        let trace = harness.trace(id)
+        let held = try #require(trace.firstIndex { $0.why == "head file work" })
+        #expect(trace[held].pausedAfter & CT_PAUSE_FILE != 0)
+        let freed = try #require(trace.firstIndex { $0.why == "head file work done" })
+        #expect(freed > held && trace[freed].pausedAfter & CT_PAUSE_FILE == 0)
+        #expect(ct_loop_illegal_transitions(harness.loop) == 0)
+        harness.destroy()
+        #expect(harness.results(id).count == 1)
+    }
+
+    @Test("a failed download settles its part file in the committing phase too")
+    func failedDownloadSettlesWhileCommitting() throws {
+        let server = try TestServer.start()
+        defer { _ = server.stop() }
+        let folder = try TemporaryDirectory()
+        let harness = try PhaseHarness()
+        let path = folder.file("gone.bin").path
+
+        let id = try harness.submit(server.url("/stall?size=5000").absoluteString) { spec, strings in
+            spec.sink_kind = CT_SINK_FILE
+            spec.sink_path = strings.dup(path)
+        }
+        try harness.waitForPhase(id, CT_PHASE_RECEIVING)
+        #expect(ct_loop_cancel(harness.loop, id, 0) == CT_OK)
+        let outcome = try harness.waitForFinish(id)
+        try harness.waitForPhase(id, CT_PHASE_DONE)
+
+        #expect(outcome.code == CT_E_CANCELLED)
+        #expect(harness.trace(id).contains { $0.to == CT_PHASE_COMMITTING && $0.why == "settle on the worker" })
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(!FileManager.default.fileExists(atPath: path + ".part"))
+        #expect(ct_loop_illegal_transitions(harness.loop) == 0)
+        harness.destroy()
+    }
+
+    @Test("a 401 that libcurl answers goes head, challenged, head again; a final 401 goes challenged, receiving")
+    func challengedPhase() throws {
+        let server = try TestServer.start()
+        defer { _ = server.stop() }
+        let harness = try PhaseHarness()
+
+        // Digest: the first 401 is answered by libcurl, the second head is the 200
+        let answered = try harness.submit(server.url("/digest-auth/alice/secret").absoluteString) { spec, strings in
+            spec.user_password = strings.dup("alice:secret")
+            spec.auth_schemes = UInt32(CT_AUTH_DIGEST)
+        }
+        let ok = try harness.waitForFinish(answered)
+        try harness.waitForPhase(answered, CT_PHASE_DONE)
+        #expect(ok.code == CT_OK && ok.httpStatus == 200)
+        #expect(harness.phases(answered) == [CT_PHASE_CONNECTING, CT_PHASE_HEAD, CT_PHASE_CHALLENGED, CT_PHASE_HEAD,
+                                             CT_PHASE_RECEIVING, CT_PHASE_FINISHING, CT_PHASE_DONE])
+
+        // Basic with the wrong password: sent up front, refused, and that 401 is the result
+        let refused = try harness.submit(server.url("/basic-auth/alice/secret").absoluteString) { spec, strings in
+            spec.user_password = strings.dup("alice:wrong")
+        }
+        let denied = try harness.waitForFinish(refused)
+        try harness.waitForPhase(refused, CT_PHASE_DONE)
+        #expect(denied.code == CT_OK && denied.httpStatus == 401)
+        #expect(harness.phases(refused) == [CT_PHASE_CONNECTING, CT_PHASE_HEAD, CT_PHASE_CHALLENGED,
+                                            CT_PHASE_RECEIVING, CT_PHASE_FINISHING, CT_PHASE_DONE])
+        #expect(ct_loop_illegal_transitions(harness.loop) == 0)
+        harness.destroy()
+    }
 }

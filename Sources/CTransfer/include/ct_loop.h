@@ -30,19 +30,33 @@ struct ct_loop;
  *               sending the request (and its body), waiting for a status
  *               line; also between the hops of a redirect or after a 1xx.
  *   HEAD        a status line came; the rest of its head has not.
+ *   CHALLENGED  a whole 401 head came for a transfer with credentials:
+ *               libcurl may answer it itself (Digest, or Basic it did not
+ *               send up front) and decides only after the head. A new
+ *               status line means it did (back to HEAD); a body byte or the
+ *               end of the transfer means the 401 is final.
  *   DECIDING    the final head was delivered (on_response) and the owner
  *               asked to answer it (CT_FLAG_AWAIT_DISPOSITION): no body byte
  *               is passed on until ct_loop_set_disposition().
  *   RECEIVING   the final head was delivered; the body flows.
- *   FINISHING   out of libcurl: the result is built, the file committed or
- *               abandoned, on_finish called.
+ *   FINISHING   out of libcurl: the outcome is decided and the result
+ *               built; on_finish is called here, unless a file job is due.
+ *   COMMITTING  a download's file job runs on the worker thread (fsync,
+ *               rename and folder fsync of a success; removing or syncing
+ *               the part file and the journal's last write of a failure).
+ *               The loop does not touch the sink, report or free the
+ *               transfer until the job is done; on_finish follows it. A
+ *               cancel that comes now still wins over a commit that has not
+ *               renamed yet.
  *   DONE        retired: the easy handle went back to the pool or was
  *               cleaned up; the transfer is about to be freed.
  *
  * Legal moves: QUEUED -> CONNECTING | FINISHING; CONNECTING -> HEAD |
  * DECIDING | RECEIVING | FINISHING; HEAD -> CONNECTING (1xx, redirect) |
+ * CHALLENGED | DECIDING | RECEIVING | FINISHING; CHALLENGED -> HEAD |
  * DECIDING | RECEIVING | FINISHING; DECIDING -> RECEIVING | FINISHING;
- * RECEIVING -> FINISHING; FINISHING -> DONE.
+ * RECEIVING -> FINISHING; FINISHING -> COMMITTING | DONE; COMMITTING ->
+ * DONE.
  *
  * Pausing is not a phase but a set of reasons (CT_PAUSE_*) beside it: a
  * transfer may be paused while connecting (an upload held by its rate) or
@@ -53,10 +67,12 @@ typedef enum ct_phase {
   CT_PHASE_QUEUED = 0,
   CT_PHASE_CONNECTING = 1,
   CT_PHASE_HEAD = 2,
-  CT_PHASE_DECIDING = 3,
-  CT_PHASE_RECEIVING = 4,
-  CT_PHASE_FINISHING = 5,
-  CT_PHASE_DONE = 6
+  CT_PHASE_CHALLENGED = 3,
+  CT_PHASE_DECIDING = 4,
+  CT_PHASE_RECEIVING = 5,
+  CT_PHASE_FINISHING = 6,
+  CT_PHASE_COMMITTING = 7,
+  CT_PHASE_DONE = 8
 } ct_phase;
 
 #define CT_PAUSE_USER        (1u << 0)   /* ct_loop_pause() */
@@ -65,7 +81,9 @@ typedef enum ct_phase {
 #define CT_PAUSE_SOURCE      (1u << 3)   /* reserved: body source empty */
 #define CT_PAUSE_FILE        (1u << 4)   /* the head's file work (journal,
                                             digest of a resumed prefix)
-                                            runs on the worker */
+                                            runs on the worker: set when
+                                            it is handed over, cleared
+                                            when it is done */
 #define CT_PAUSE_CONSUMER    (1u << 5)   /* on_data asked to stop: the
                                             owner's buffer is full, until
                                             ct_loop_consumer_ready() */
