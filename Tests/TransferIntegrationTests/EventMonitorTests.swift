@@ -297,3 +297,74 @@ struct CompletionMonitorTests {
         #expect(session.hasEventMonitors)
     }
 }
+
+/// Numbers every request it sees in an `x-wire` header and records how each ended.
+private final class WireInstrument: RequestInstrument, @unchecked Sendable {
+    // @unchecked Sendable: its state is under the lock.
+    private let state = Locked<(started: Int, completed: [CompletedRequest])>((0, []))
+    var started: Int { state.withLock { $0.started } }
+    var completed: [CompletedRequest] { state.withLock { $0.completed } }
+
+    func requestWillStart(_ request: inout Request) -> (any RequestObserver)? {
+        let number = state.withLock { state -> Int in
+            state.started += 1
+            return state.started
+        }
+        request.headers["x-wire"] = "\(number)"
+        return WireObserver(self)
+    }
+
+    fileprivate func record(_ completion: CompletedRequest) { state.withLock { $0.completed.append(completion) } }
+}
+
+private final class WireObserver: RequestObserver {
+    private let instrument: WireInstrument
+    init(_ instrument: WireInstrument) { self.instrument = instrument }
+    func requestDidComplete(_ completion: CompletedRequest) { instrument.record(completion) }
+}
+
+@Suite("A segmented download to observers", .serialized)
+struct SegmentedObservationTests {
+    @Test("is one task to lifecycle monitors and its probe and each range are requests of their own")
+    func segmentedDownloadIsObserved() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let lifecycleMonitor = RecordingMonitor(label: "monitor.segmented")
+        let completions = CompletionMonitor()
+        let instrument = WireInstrument()
+        let session = try makeSession {
+            $0.eventMonitors = [lifecycleMonitor, completions]
+            $0.requestInstruments = [instrument]
+        }
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        let count = 4 << 20
+        var options = DownloadOptions()
+        options.minimumSegmentSize = 256 << 10
+
+        // When a 4 MiB file comes over 4 ranges
+        let download = session.segmentedDownload(with: Request(url: server.url("/bytes/\(count)?seed=31")),
+                                                 to: directory.file("seg.bin"), segments: 4, options: options)
+        _ = try await download.value
+        #expect(download.segmentsUsed == 4)
+
+        // Then the task's lifecycle is reported once, as for any task
+        try await Wait.until("the download's completion reaches the lifecycle monitor") {
+            lifecycleMonitor.events.contains("completed ok")
+        }
+        #expect(lifecycleMonitor.events.filter { ["created", "resumed", "completed ok"].contains($0) }
+            == ["created", "resumed", "completed ok"])
+        // And the HEAD probe and the 4 ranges are 5 requests, each started and completed once, with their metrics
+        try await Wait.until("every wire request reaches the completion monitor") { completions.completions.count == 5 }
+        #expect(instrument.started == 5)
+        let seen = instrument.completed
+        #expect(seen.count == 5)
+        #expect(seen.allSatisfy { $0.error == nil && $0.metrics != nil && $0.taskIdentifier == download.taskIdentifier })
+        #expect(seen.filter { $0.request.method == .head }.count == 1)
+        #expect(seen.filter { $0.response?.statusCode == 206 }.count == 4)
+        #expect(completions.completions.allSatisfy { $0.taskIdentifier == download.taskIdentifier })
+        // Each went out with the header its instrument added: one number per wire request
+        let numbers = Set(server.requests.compactMap { $0.header("x-wire") })
+        #expect(numbers == Set((1...5).map(String.init)))
+    }
+}

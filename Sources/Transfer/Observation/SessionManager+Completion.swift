@@ -13,23 +13,8 @@ extension SessionManager {
     /// delegate call (as with URLSession, those went to the download task);
     /// its notification, observers, completion handler and waiter still run.
     func taskDidComplete(_ task: TransferTask, error: TransferError?, outcome: Outcome?, waiter: (any TaskWaiter)?) {
-        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
         let handedOver = !(task is DownloadTask) && error?.downloadTask != nil
-        if !handedOver { observation.taskDidComplete(task, metrics: outcome?.metrics, error: error) }
-        if !task.requestObservers.isEmpty {
-            let completed = CompletedRequest(request: task.originalRequest, response: task.response,
-                                             metrics: outcome?.metrics, error: error,
-                                             taskIdentifier: task.taskIdentifier)
-            for observer in task.requestObservers { observer.requestDidComplete(completed) }
-        }
-        if let metrics = outcome?.metrics {
-            hooks.taskDidFinishCollectingMetrics?(self, task, metrics)
-            delegate?.session(self, task: task, didFinishCollecting: metrics)
-        }
-        if !handedOver {
-            hooks.taskDidComplete?(self, task, error)
-            delegate?.session(self, task: task, didCompleteWithError: error)
-        }
+        announceCompletion(of: task, metrics: outcome?.metrics, error: error, handedOver: handedOver)
 
         var userInfo: [String: Any] = [:]
         if let error { userInfo[TransferNotificationKey.error] = error }
@@ -59,6 +44,36 @@ extension SessionManager {
             postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
         }
         waiter?.taskDidComplete(task, error: error)
+    }
+
+    /// The observers' part of a task's end, on the delegate queue: monitors
+    /// and the logger, the request instruments, then hooks and the delegate.
+    /// Every kind of task comes through here (a segmented download too).
+    ///
+    /// - Parameters:
+    ///   - handedOver: A data task that became a download: no monitor, hook
+    ///     or delegate completion (they went to the download task).
+    ///   - asRequest: Report the task to `.completion` monitors as one
+    ///     request; false for a task whose wire requests were reported each.
+    func announceCompletion(of task: TransferTask, metrics: TaskMetrics?, error: TransferError?,
+                            handedOver: Bool = false, asRequest: Bool = true)
+    {
+        let (hooks, delegate) = state.withLock { ($0.hooks, $0.delegate) }
+        if !handedOver { observation.taskDidComplete(task, metrics: metrics, error: error, asRequest: asRequest) }
+        if !task.requestObservers.isEmpty {
+            let completed = CompletedRequest(request: task.originalRequest, response: task.response,
+                                             metrics: metrics, error: error,
+                                             taskIdentifier: task.taskIdentifier)
+            for observer in task.requestObservers { observer.requestDidComplete(completed) }
+        }
+        if let metrics {
+            hooks.taskDidFinishCollectingMetrics?(self, task, metrics)
+            delegate?.session(self, task: task, didFinishCollecting: metrics)
+        }
+        if !handedOver {
+            hooks.taskDidComplete?(self, task, error)
+            delegate?.session(self, task: task, didCompleteWithError: error)
+        }
     }
 
     /// Runs `body` on the completion queue, inside the completion group.

@@ -212,13 +212,14 @@ final class SessionObservation: Sendable {
         fanOut { $0.task(task, willRetry: attempt, after: error) }
     }
 
-    /// Delegate queue, once per task.
-    func taskDidComplete(_ task: TransferTask, metrics: TaskMetrics?, error: TransferError?) {
+    /// Delegate queue, once per task. `asRequest`: the task is one request
+    /// to `.completion` monitors (false when its wire requests were each).
+    func taskDidComplete(_ task: TransferTask, metrics: TaskMetrics?, error: TransferError?, asRequest: Bool = true) {
         guard isActive(for: task) || wantsCompletions else { return }
         log(completionOf: task, metrics: metrics, error: error)
         defer {
             // After the task's own events: a monitor's queue is serial.
-            if wantsCompletions {
+            if wantsCompletions && asRequest {
                 requestsDidComplete([CompletedRequest(request: task.originalRequest, response: task.response,
                                                       metrics: metrics, error: error,
                                                       taskIdentifier: task.taskIdentifier)])

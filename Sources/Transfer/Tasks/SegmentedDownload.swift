@@ -44,6 +44,9 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     private let completionHandler: CompletionHandler?
     private let progressHandler: (@Sendable (TransferProgress) -> Void)?
     private let parts = Protected(Parts())
+    /// The session's request instruments, bound on the creating thread: each
+    /// wire request (the probe, every range) is a request of its own to them.
+    private let instruments: [any RequestInstrument]
 
     private struct Parts {
         /// Phase and intent: every lifecycle change goes through it.
@@ -102,8 +105,9 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         self.options = options
         self.progressHandler = progress
         self.completionHandler = completionHandler
+        instruments = session.observation.instruments.map { $0.bound() }
         super.init(session: session, identifier: session.nextIdentifier(), request: request,
-                   delegate: TaskDelegate(uploadProgress: nil, downloadProgress: nil))
+                   delegate: TaskDelegate(uploadProgress: nil, downloadProgress: nil), instrumented: false)
     }
 
     var partPath: String { destination.path + ".part" }
@@ -203,9 +207,11 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         case .none:
             return
         case .start:
+            session.observation.taskDidResume(self, starting: true)
             announce(.running)
             probe()
         case .resume(let ids, let single):
+            session.observation.taskDidResume(self, starting: false)
             for id in ids { session.transfers.resume(id) }
             single?.resume()
             announce(.running)
@@ -233,6 +239,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             if core.error == nil { core.error = TransferError(.cancelled, "cancelled", url: request.url) }
             return (action, core.runningRangeIDs(), core.single, core.headID)
         }
+        if action.0 != .none { session.observation.taskDidCancel(self) }
         switch action {
         case (.none, _, _, _):
             return
@@ -273,17 +280,21 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     private func probe() {
         var head = request
         head.method = .head
+        let wire = WireRequest.start(&head, of: self)
         let strings = CStrings()
         defer { strings.free() }
         var spec = TransferSpec()
         do throws(TransferError) {
             try session.fillSpec(&spec, for: head, strings: strings)
         } catch {
+            wire?.complete(response: nil, metrics: nil, error: error)
             fail(error)
             return
         }
-        switch session.transfers.submit(&spec, target: ProbeTarget(self)) {
-        case .failure(let error): fail(error)
+        switch session.transfers.submit(&spec, target: ProbeTarget(self, wire)) {
+        case .failure(let error):
+            wire?.complete(response: nil, metrics: nil, error: error)
+            fail(error)
         case .success(let id):
             let cancelNow = parts.withLock { core -> Bool in
                 core.headID = id
@@ -428,12 +439,15 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     }
 
     private func submit(_ segment: Segment, validator: String?) {
+        var request = request
+        let wire = WireRequest.start(&request, of: self)
         let strings = CStrings()
         defer { strings.free() }
         var spec = TransferSpec()
         do throws(TransferError) {
             try session.fillSpec(&spec, for: request, strings: strings)
         } catch {
+            wire?.complete(response: nil, metrics: nil, error: error)
             segmentDidFinish(segment, error: error)
             return
         }
@@ -452,8 +466,9 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
             spec.maxReceiveSpeed = max(1, options.speedLimit / Int64(used))
         }
         spec.count(into: segment.counters)
-        switch session.transfers.submit(&spec, target: SegmentTarget(self, segment)) {
+        switch session.transfers.submit(&spec, target: SegmentTarget(self, segment, wire)) {
         case .failure(let error):
+            wire?.complete(response: nil, metrics: nil, error: error)
             segmentDidFinish(segment, error: error)
         case .success(let id):
             let (cancelNow, pauseNow) = parts.withLock { core -> (Bool, Bool) in
@@ -598,6 +613,10 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         if case .success = result { deliver(currentProgress(), final: true) }
         parts.withLock { $0.progressObservers.removeAll() }
         for (queue, handler) in observers { queue.async { handler(.completed) } }
+        // Monitors, the logger, hooks and the delegate, as for every task.
+        // The metrics are per wire request: each was reported on its own.
+        let failure: TransferError? = if case .failure(let e) = result { e } else { nil }
+        session.announceCompletion(of: self, metrics: nil, error: failure, asRequest: false)
         // Out of the task lists before anyone hears of the completion.
         session.forget(self)
         var userInfo: [String: Any] = [:]
@@ -724,7 +743,12 @@ extension SegmentedDownload {
             var contentLength: Int64
         }
 
-        init(_ download: SegmentedDownload) { self.download = download }
+        private let wire: WireRequest?
+
+        init(_ download: SegmentedDownload, _ wire: WireRequest?) {
+            self.download = download
+            self.wire = wire
+        }
 
         override func engineDidReceiveResponse(_ head: EngineResponseHead) {
             self.head = Head(response: head.response(requestURL: download.request.url),
@@ -733,6 +757,7 @@ extension SegmentedDownload {
 
         override func engineDidFinish(_ result: EngineResult) {
             let (download, head, outcome) = (download, head, result.outcome)
+            wire?.complete(response: head?.response, metrics: outcome.metrics, error: outcome.error(url: download.request.url))
             download.session.delegateQueue.async { download.didProbe(head, outcome) }
         }
     }
@@ -740,13 +765,22 @@ extension SegmentedDownload {
     /// One segment's transfer: progress schedules the combined report; the
     /// finish goes to `segmentDidFinish`.
     fileprivate final class SegmentTarget: EngineTarget, @unchecked Sendable {
-        // @unchecked Sendable: immutable.
+        // @unchecked Sendable: immutable but for `response`, written and
+        // read on the loop thread only.
         private let download: SegmentedDownload
         private let segment: Segment
+        private let wire: WireRequest?
+        private var response: HTTPResponse?
 
-        init(_ download: SegmentedDownload, _ segment: Segment) {
+        init(_ download: SegmentedDownload, _ segment: Segment, _ wire: WireRequest?) {
             self.download = download
             self.segment = segment
+            self.wire = wire
+        }
+
+        override func engineDidReceiveResponse(_ head: EngineResponseHead) {
+            // Kept only for an observer of the range's request.
+            if wire != nil { response = head.response(requestURL: download.request.url) }
         }
 
         override func engineDidProgress(_ progress: ProgressSnapshot) {
@@ -756,7 +790,42 @@ extension SegmentedDownload {
         override func engineDidFinish(_ result: EngineResult) {
             let (download, segment) = (download, segment)
             let error = result.outcome.error(url: download.request.url, sizeSetting: "DownloadOptions.maximumFileSize")
+            wire?.complete(response: response, metrics: result.metrics, error: error)
             download.session.delegateQueue.async { download.segmentDidFinish(segment, error: error) }
+        }
+    }
+
+    /// A wire request of the download (the probe or one range) as the
+    /// session's observers see it: the request instruments' observers (a
+    /// span, a metric per request) and `.completion` event monitors. Made
+    /// only when someone observes requests; completed once, from any thread.
+    final class WireRequest: @unchecked Sendable {
+        // @unchecked Sendable: immutable but for `done`, under the lock.
+        private let request: Request
+        private let observers: [any RequestObserver]
+        private let download: SegmentedDownload
+        private let done = Protected(false)
+
+        private init(request: Request, observers: [any RequestObserver], download: SegmentedDownload) {
+            self.request = request
+            self.observers = observers
+            self.download = download
+        }
+
+        /// Runs the download's bound instruments on `request` (they may add
+        /// headers); nil when nobody observes requests.
+        static func start(_ request: inout Request, of download: SegmentedDownload) -> WireRequest? {
+            let observers = download.instruments.start(&request)
+            guard !observers.isEmpty || download.session.observation.wantsCompletions else { return nil }
+            return WireRequest(request: request, observers: observers, download: download)
+        }
+
+        func complete(response: HTTPResponse?, metrics: TaskMetrics?, error: TransferError?) {
+            guard done.withLock({ done in defer { done = true }; return !done }) else { return }
+            let completed = CompletedRequest(request: request, response: response, metrics: metrics, error: error,
+                                             taskIdentifier: download.taskIdentifier)
+            for observer in observers { observer.requestDidComplete(completed) }
+            download.session.observation.requestsDidComplete([completed])
         }
     }
 }

@@ -85,15 +85,18 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     /// What the session's request instruments returned for this task's request.
     let requestObservers: [any RequestObserver]
 
+    /// - Parameter instrumented: False for a task whose wire requests each
+    ///   get their own instrument observers (a segmented download's probe and
+    ///   ranges): the task then has none of its own.
     init(session: SessionManager, identifier: Int, request: Request, delegate: TaskDelegate,
-         adopting: (id: UInt64, counters: CounterBlock)? = nil)
+         adopting: (id: UInt64, counters: CounterBlock)? = nil, instrumented: Bool = true)
     {
         self.session = session
         self.taskIdentifier = identifier
         // The request instruments see it here, on the creating thread, and
         // may add headers (a become-download continues the data task's request).
         var request = request
-        requestObservers = adopting == nil ? session.observation.instruments.start(&request) : []
+        requestObservers = adopting == nil && instrumented ? session.observation.instruments.start(&request) : []
         self.originalRequest = request
         self.delegate = delegate
         counterBlock = adopting?.counters ?? CounterBlock()
