@@ -254,6 +254,7 @@ struct cti_transfer {
   int64_t content_range_start;
   int64_t body_decoded;     /* body bytes of this response passed on */
   int chunked;              /* this response is Transfer-Encoding: chunked */
+  uint32_t set_cookies;     /* Set-Cookie lines in this head */
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   int big_recv_slot;        /* holds one of the loop's CTI_BIG_RECV_SLOTS */
   /* The socket curl last asked to poll for this transfer (sock_polled:

@@ -259,6 +259,7 @@ void cti_transfer_deliver_head(struct cti_transfer *t)
   head.effective_url = url ? url : t->url;
   head.raw_headers = t->hdr ? t->hdr : "";
   head.raw_headers_length = t->hdr_len;
+  head.set_cookie_lines = t->set_cookies;
   cb->on_response(t->ctx, &head);
 }
 
@@ -299,6 +300,7 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
     t->content_range_start = -1;
     t->body_decoded = 0;
     t->chunked = 0;
+    t->set_cookies = 0;
     free(t->etag);
     free(t->last_modified);
     t->etag = NULL;
@@ -366,6 +368,11 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
       free(t->etag);
       t->etag = strpbrk(value, "\r\n") ? NULL : strdup(value);
     }
+    break;
+  case 's':
+    /* Counted only: libcurl's jar and the session's store parse them. */
+    if(len > 11 && strncasecmp(data, "Set-Cookie:", 11) == 0)
+      t->set_cookies++;
     break;
   case 'l':
     if(header_value(data, len, "Last-Modified", value, sizeof(value))) {

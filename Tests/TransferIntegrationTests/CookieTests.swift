@@ -49,6 +49,26 @@ struct CookieTests {
         #expect(id.isHTTPOnly && id.sameSite == .lax && id.isSessionOnly)
     }
 
+    @Test("on the fast path a Set-Cookie line in any letter case reaches the store, with what libcurl drops")
+    func setCookieNameInAnyCase() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        #expect(session.takesFastPath(Request(url: server.url("/response-headers"))))
+
+        // The engine counts the lines by name as they arrive; the store parses only heads that have one
+        var components = URLComponents(url: server.url("/response-headers"), resolvingAgainstBaseURL: false)!
+        components.queryItems = [URLQueryItem(name: "X-Note", value: "set-cookie: no=1"),
+                                 URLQueryItem(name: "SET-COOKIE", value: "up=1; Path=/; SameSite=Strict")]
+        _ = try await session.data(for: Request(url: components.url!))
+
+        let cookies = session.cookieStore?.cookies ?? []
+        let up = try #require(cookies.first { $0.name == "up" })
+        #expect(up.value == "1" && up.sameSite == .strict)
+        #expect(!cookies.contains { $0.name == "no" })
+    }
+
     @Test("reset() and invalidateSession(resetSession: true) empty the store: nothing is sent afterwards")
     func resetEmptiesTheStore() async throws {
         let server = try await TestServer.start()

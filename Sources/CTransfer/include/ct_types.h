@@ -137,6 +137,9 @@ struct ct_response_head {
   const char *_Nonnull effective_url;
   const char *_Nonnull raw_headers;  /* "Name: value\r\n" lines */
   size_t raw_headers_length;
+  uint32_t set_cookie_lines;  /* lines named Set-Cookie among them: a
+                                 cookie store need not scan the block
+                                 when 0 */
 };
 
 /* A progress snapshot (copied by the callee). */

@@ -15,6 +15,9 @@ struct EngineResponseHead {
     var contentLength: Int64 { pointer.pointee.content_length }
     /// The URL after redirects libcurl followed.
     var effectiveURL: String { String(cString: pointer.pointee.effective_url) }
+    /// Whether the head has a `Set-Cookie` line (counted by the engine as
+    /// the lines arrived; no scan of the block).
+    var hasSetCookie: Bool { pointer.pointee.set_cookie_lines > 0 }
     /// The header block as received (status line excluded), not parsed.
     var rawHeaders: String {
         String(decoding: UnsafeRawBufferPointer(start: pointer.pointee.raw_headers,

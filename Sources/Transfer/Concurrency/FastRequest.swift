@@ -35,6 +35,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     private var version: Int32 = 0
     private var effectiveURL: String?
     private var rawHeaders: String?
+    private var setsCookies = false
     /// Set at finish (loop thread), handed over at the end of the pass.
     private var outcome: BatchResult?
     /// What event monitors get (``EventMonitor/requestDidComplete(_:)``),
@@ -144,29 +145,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         version = head.httpVersion
         effectiveURL = head.effectiveURL
         rawHeaders = head.rawHeaders
-    }
-
-    /// Whether a raw head block has a `Set-Cookie` line: a byte scan (a
-    /// Foundation case-insensitive search cost about 4 % of the CPU of a
-    /// small request, and almost every response has no cookie).
-    static func hasSetCookie(_ head: String) -> Bool {
-        let name = Array("set-cookie:".utf8)
-        var head = head
-        return head.withUTF8 { bytes -> Bool in
-            var lineStart = 0
-            while lineStart + name.count <= bytes.count {
-                var matched = true
-                for k in 0..<name.count where bytes[lineStart + k] | 0x20 != name[k] {
-                    // `| 0x20` lowercases letters and leaves '-' and ':' as they are.
-                    matched = false
-                    break
-                }
-                if matched { return true }
-                guard let newline = bytes[lineStart...].firstIndex(of: UInt8(ascii: "\n")) else { return false }
-                lineStart = newline + 1
-            }
-            return false
-        }
+        setsCookies = head.hasSetCookie
     }
 
     override func engineWillFollowRedirect(status: Int, from: UnsafePointer<CChar>, to location: UnsafePointer<CChar>) {
@@ -191,7 +170,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             response = built
             // The cookie store keeps what libcurl drops (SameSite, time),
             // as the task path does at the head; only when a cookie came.
-            if session.cookieStore != nil, Self.hasSetCookie(rawHeaders) {
+            if setsCookies, session.cookieStore != nil {
                 session.noteCookies(of: built, for: request)
             }
         }
