@@ -2,14 +2,44 @@ import Glibc
 
 /// C strings that live until `free()`: for building a `ct_transfer_spec`,
 /// which the engine copies during submit. Not thread-safe; use locally.
+///
+/// Everything is copied into one arena: a request's URL, headers and
+/// options usually fit the first block, so a spec costs one allocation
+/// instead of one per string (and none for the bookkeeping).
 final class CStrings {
-    private var pointers: [UnsafeMutablePointer<CChar>] = []
+    /// The block being filled, and what is left of it.
+    private var block: UnsafeMutableRawPointer?
+    private var used = 0
+    private var capacity = 0
+    /// Blocks filled before `block` (rare: a request with large headers).
+    private var full: [UnsafeMutableRawPointer] = []
+
+    private static let blockSize = 1024
+
+    /// `count` bytes aligned for pointers, valid until `free()`.
+    private func allocate(_ count: Int) -> UnsafeMutableRawPointer {
+        let start = (used + 7) & ~7
+        if let block, start + count <= capacity {
+            used = start + count
+            return block + start
+        }
+        if let block { full.append(block) }
+        capacity = max(Self.blockSize, count)
+        let fresh = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+        block = fresh
+        used = count
+        return fresh
+    }
 
     /// A copy of `string` that lives until `free()`.
     func make(_ string: String) -> UnsafeMutablePointer<CChar> {
-        let pointer = strdup(string)!
-        pointers.append(pointer)
-        return pointer
+        var string = string
+        return string.withUTF8 { bytes in
+            let pointer = allocate(bytes.count + 1)
+            if let base = bytes.baseAddress { pointer.copyMemory(from: base, byteCount: bytes.count) }
+            pointer.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
+            return pointer.assumingMemoryBound(to: CChar.self)
+        }
     }
 
     func make(_ string: String?) -> UnsafeMutablePointer<CChar>? {
@@ -18,30 +48,29 @@ final class CStrings {
 
     /// An array of C strings that lives until `free()`.
     func makeArray(_ strings: [String]) -> UnsafeMutablePointer<UnsafePointer<CChar>?> {
-        let array = UnsafeMutablePointer<UnsafePointer<CChar>?>.allocate(capacity: max(strings.count, 1))
+        let size = MemoryLayout<UnsafePointer<CChar>?>.stride
+        let array = allocate(size * max(strings.count, 1))
+            .bindMemory(to: UnsafePointer<CChar>?.self, capacity: max(strings.count, 1))
         for (index, string) in strings.enumerated() { array[index] = UnsafePointer(make(string)) }
-        arrays.append(array)
         return array
     }
 
-    private var arrays: [UnsafeMutablePointer<UnsafePointer<CChar>?>] = []
-    private var buffers: [UnsafeMutablePointer<UInt8>] = []
-
     /// A copy of `bytes` that lives until `free()`.
     func make(bytes: [UInt8]) -> UnsafePointer<UInt8> {
-        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: max(bytes.count, 1))
-        buffer.initialize(from: bytes, count: bytes.count)
-        buffers.append(buffer)
-        return UnsafePointer(buffer)
+        let buffer = allocate(max(bytes.count, 1))
+        bytes.withUnsafeBytes { source in
+            if let base = source.baseAddress { buffer.copyMemory(from: base, byteCount: source.count) }
+        }
+        return UnsafePointer(buffer.assumingMemoryBound(to: UInt8.self))
     }
 
     func free() {
-        for pointer in pointers { Glibc.free(pointer) }
-        for array in arrays { array.deallocate() }
-        for buffer in buffers { buffer.deallocate() }
-        pointers.removeAll()
-        arrays.removeAll()
-        buffers.removeAll()
+        for block in full { block.deallocate() }
+        full.removeAll()
+        block?.deallocate()
+        block = nil
+        used = 0
+        capacity = 0
     }
 
     deinit { free() }
