@@ -1,0 +1,254 @@
+import Foundation
+import Synchronization
+
+/// A batch on the fast path: its requests go to the engine a window at a
+/// time (``BatchOptions/maxConcurrentRequests``), each window in one engine
+/// command; finishes come back once per loop pass, which hands their results
+/// over in one chunk and submits the next window. Requests are taken from
+/// the source only as they are submitted, so a lazy source is never read
+/// ahead; with a ``BatchDemand``, no further than the consumer allows. A
+/// request's engine target is made when its window goes out and freed when
+/// its result is handed over.
+final class BatchRun: FastCancellable, @unchecked Sendable {
+    // @unchecked Sendable: `state` is behind its lock (taken once per loop
+    // pass, at start, when the consumer makes room, and when a request run
+    // as a task finishes); `finishedThisPass` belongs to the loop thread;
+    // `inEngine` is behind its lock, `cancelled` atomic; the rest is immutable.
+    let session: SessionManager
+    let options: BatchOptions
+    private let output: AsyncStream<[BatchResult]>.Continuation
+    private let demand: BatchDemand?
+    /// Whether each request is checked for the fast path (false: the caller checked them all).
+    private let checksEachRequest: Bool
+    /// The requests in flight, by index, for cancel(): one lock per window.
+    private let inEngine = Protected<[Int: any FastCancellable]>([:])
+    private let cancelled = Atomic<Bool>(false)
+    private let state: Protected<State>
+    /// Requests that finished in the current loop pass (loop thread only).
+    private var finishedThisPass: [FastRequest] = []
+    /// The session's request instruments, bound on the caller's thread.
+    private let instruments: [any RequestInstrument]
+
+    private struct State {
+        /// Where requests come from; nil once it has none left.
+        var source: AnyIterator<Request>?
+        /// Requests taken from the source so far (the next index).
+        var next = 0
+        var inFlight = 0
+        var pending: [BatchResult] = []
+        /// Indices finished since `inEngine` was last updated.
+        var finished: [Int] = []
+        /// The session was invalidated before the batch started: every request fails.
+        var refused = false
+        var ended = false
+    }
+
+    init(session: SessionManager, source: AnyIterator<Request>, options: BatchOptions, demand: BatchDemand?,
+         checksEachRequest: Bool, output: AsyncStream<[BatchResult]>.Continuation)
+    {
+        self.session = session
+        self.options = options
+        self.demand = demand
+        self.checksEachRequest = checksEachRequest
+        self.output = output
+        self.state = Protected(State(source: source))
+        let instruments = session.observation.instruments
+        self.instruments = instruments.isEmpty ? [] : instruments.map { $0.bound() }
+    }
+
+    /// Caller's thread: the first window.
+    func start() {
+        let admitted = session.engine.pass.registry.admit(self)
+        state.withLock { state in
+            state.refused = !admitted
+            proceed(&state)
+        }
+    }
+
+    /// Cancels the requests in flight; no more are taken from the source.
+    func cancel() {
+        cancelled.store(true, ordering: .sequentiallyConsistent)
+        for request in inEngine.withLock({ Array($0.values) }) { request.cancel() }
+        // Ends the results now when nothing is in flight (say, waiting for the
+        // consumer), but off this thread: cancel() runs inside the iterating
+        // task's cancellation (the stream's onTermination, under that task's
+        // status lock), while the loop thread may hold `state` and be handing
+        // a chunk to that very task, which needs its status lock. Taking
+        // `state` here deadlocked the two (seen under ThreadSanitizer).
+        DispatchQueue.global().async { [self] in state.withLock { flush(&$0) } }
+    }
+
+    /// Loop thread, at the end of the pass `request` finished in.
+    func didFinish(_ request: FastRequest) {
+        finishedThisPass.append(request)
+    }
+
+    /// Loop thread, at the end of a pass in which some of this batch finished.
+    func passDidEnd() {
+        let done = finishedThisPass
+        finishedThisPass.removeAll(keepingCapacity: true)
+        state.withLock { state in
+            state.inFlight -= done.count
+            for request in done {
+                state.finished.append(request.index)
+                if let outcome = request.takeOutcome() { state.pending.append(outcome) }
+            }
+            proceed(&state)
+        }
+    }
+
+    /// The consumer's thread: it has taken enough results for a new window.
+    func creditArrived() {
+        state.withLock { proceed(&$0) }
+    }
+
+    /// Any thread: a request run as a task has its result.
+    private func taskDidFinish(_ result: BatchResult) {
+        state.withLock { state in
+            state.inFlight -= 1
+            state.finished.append(result.index)
+            state.pending.append(result)
+            proceed(&state)
+        }
+    }
+
+    private func proceed(_ state: inout State) {
+        advance(&state)
+        if !state.finished.isEmpty {
+            let done = state.finished
+            state.finished.removeAll(keepingCapacity: true)
+            inEngine.withLock { map in for index in done { map.removeValue(forKey: index) } }
+        }
+        flush(&state)
+    }
+
+    private func record(_ state: inout State, _ index: Int, _ result: Result<(Data, HTTPResponse), TransferError>) {
+        state.pending.append(BatchResult(index: index, result: result, metrics: nil, bytesReceived: 0))
+    }
+
+    /// How many requests may be taken now.
+    private func roomNow(_ state: State) -> Int {
+        let limit = max(1, options.maxConcurrentRequests)
+        guard let demand else { return limit - state.inFlight }
+        while true {
+            let room = min(limit - state.inFlight, demand.room(pulled: state.next))
+            // No room because of the consumer (not the engine): wake when it
+            // has taken a quarter window, so refills go out in windows, not one by one.
+            if room > 0 || state.inFlight >= limit { return room }
+            let step = max(1, demand.limit / 4)
+            if demand.arm(target: state.next - demand.limit + step) { return 0 }
+        }
+    }
+
+    /// Submits windows (one engine command each) while there is room.
+    private func advance(_ state: inout State) {
+        while state.source != nil && !cancelled.load(ordering: .sequentiallyConsistent) {
+            let room = roomNow(state)
+            if room <= 0 { return }
+            let strings = CStrings()
+            defer { strings.free() }
+            var specs: [TransferSpec] = []
+            var targets: [FastRequest] = []
+            var tasks: [(Int, BatchTaskRequest)] = []
+            specs.reserveCapacity(room)
+            targets.reserveCapacity(room)
+            var taken = 0
+            while taken < room, var request = state.source?.next() {
+                let index = state.next
+                state.next += 1
+                taken += 1
+                if state.refused {
+                    record(&state, index, .failure(SessionManager.invalidatedError(url: request.url)))
+                    continue
+                }
+                if checksEachRequest && !session.takesFastPath(request) {
+                    tasks.append((index, startTask(request, index: index)))
+                    continue
+                }
+                let observers = instruments.start(&request)
+                do throws(TransferError) {
+                    specs.append(try session.fastSpec(for: request, strings: strings,
+                                                      discardsBody: options.discardsBodies))
+                    targets.append(FastRequest(session: session, request: request, run: self, index: index,
+                                               observers: observers))
+                } catch {
+                    Self.notify(observers, of: request, error)
+                    record(&state, index, .failure(error))
+                }
+            }
+            if taken < room { state.source = nil }
+            if targets.isEmpty && tasks.isEmpty { continue }
+            state.inFlight += tasks.count
+            // Listed before they are submitted, so that a cancel() from now on
+            // reaches them; one that came before is seen just after.
+            let done = state.finished
+            state.finished.removeAll(keepingCapacity: true)
+            inEngine.withLock { map in
+                for index in done { map.removeValue(forKey: index) }
+                for request in targets { map[request.index] = request }
+                for (index, task) in tasks { map[index] = task }
+            }
+            if cancelled.load(ordering: .sequentiallyConsistent) {
+                for request in targets { request.cancel() }
+                for (_, task) in tasks { task.cancel() }
+            }
+            if targets.isEmpty { continue }
+            state.inFlight += targets.count
+            switch session.engine.submitBatch(specs, targets: targets) {
+            case .failure(let error):
+                state.inFlight -= targets.count
+                inEngine.withLock { map in for request in targets { map.removeValue(forKey: request.index) } }
+                for request in targets {
+                    var error = error
+                    error.url = request.request.url
+                    Self.notify(request.observers, of: request.request, error)
+                    record(&state, request.index, .failure(error))
+                }
+            case .success(let ids):
+                for (request, id) in zip(targets, ids) { request.didSubmit(id: id) }
+            }
+        }
+    }
+
+    /// Tells a request's observers it failed before reaching the engine.
+    private static func notify(_ observers: [any RequestObserver], of request: Request, _ error: TransferError) {
+        if observers.isEmpty { return }
+        let completed = CompletedRequest(request: request, response: nil, metrics: nil, error: error,
+                                         taskIdentifier: nil)
+        for observer in observers { observer.requestDidComplete(completed) }
+    }
+
+    /// A request that cannot take the fast path, as a task; its result comes
+    /// back through ``taskDidFinish(_:)`` (which waits for the caller's lock).
+    private func startTask(_ request: Request, index: Int) -> BatchTaskRequest {
+        let session = self.session
+        let options = self.options
+        return BatchTaskRequest(Task { [self] in
+            taskDidFinish(await session.batchResult(request, index: index, options: options))
+        })
+    }
+
+    /// Hands the results so far over, and ends the sequence after the last.
+    private func flush(_ state: inout State) {
+        if !state.pending.isEmpty {
+            output.yield(state.pending)
+            state.pending.removeAll(keepingCapacity: true)
+        }
+        let noMore = state.source == nil || cancelled.load(ordering: .sequentiallyConsistent)
+        if noMore && state.inFlight == 0 && !state.ended {
+            state.ended = true
+            output.finish()
+            demand?.setOnCredit(nil)
+            inEngine.withLock { $0.removeAll() }
+            session.engine.pass.registry.remove(self)
+        }
+    }
+}
+
+/// A request of a batch that runs as a task (it cannot take the fast path),
+/// as the batch's in-flight list sees it.
+private final class BatchTaskRequest: FastCancellable {
+    let task: Task<Void, Never>
+    init(_ task: Task<Void, Never>) { self.task = task }
+    func cancel() { task.cancel() }
+}
