@@ -627,8 +627,8 @@ def part_c(args, work, lines, raw):
                   "sent and counts as dropped; latencies are of the sent ones, from when each was due. "
                   "curl has no open-loop mode for parallel transfers (`--rate` paces serial ones only), "
                   "so it is not in this part.", "",
-                  "| client | offered req/s | p50 ms | p99 ms | p99.9 ms | max ms | dropped | errors |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "| client | offered req/s | sent req/s | p50 ms | p99 ms | p99.9 ms | max ms | dropped | errors |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         raw_c = {"maxima": maxima, "max_runs": max_runs, "max_outstanding": cap, "runs": []}
         raw_lines = []
         for fraction in [float(x) for x in args.rates.split(",")]:
@@ -657,7 +657,8 @@ def part_c(args, work, lines, raw):
                     continue
                 rate = maxima[name] * fraction
                 ok = [d for d in runs if d.get("latency_count")]
-                lines.append(f"| {name} | {rate:,.0f} ({fraction:.0%}) | "
+                sent = [d["requests"] / d["wall_s"] for d in ok if d.get("wall_s")]
+                lines.append(f"| {name} | {rate:,.0f} ({fraction:.0%}) | {cell(sent)} | "
                              + " | ".join(cell([d.get(k) for d in ok], 2) for k in
                                           ("latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms"))
                              + f" | {cell([d.get('dropped', 0) for d in ok])} | {sum(d.get('errors', 0) for d in runs)} |")
@@ -666,6 +667,7 @@ def part_c(args, work, lines, raw):
                     f"{d.get('latency_p999_ms', float('nan')):.2f}, {d.get('latency_max_ms', float('nan')):.2f}, "
                     f"{d.get('dropped', 0)}]" for d in runs))
         lines += ["", f"Each cell: median (min–max) of {args.runs} runs of about {args.duration:g} s each; "
+                  "sent req/s: requests sent and answered / the run's wall time; "
                   "dropped: requests not sent of about duration × rate.", "",
                   "Raw runs (p50, p99, p99.9, max ms, dropped):", ""] + raw_lines + [""]
         if failures:

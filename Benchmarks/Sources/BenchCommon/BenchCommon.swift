@@ -298,7 +298,8 @@ public final class Latencies: @unchecked Sendable {  // state behind `lock`
 /// still running, and records each one's latency from when it was due, not from when it
 /// could start (so a stalled client is charged for the requests it delayed: wrk2's
 /// correction). Requests due together are started together; the loop sleeps only when
-/// it is at least a millisecond ahead. With `maxOutstanding`, a request due while that
+/// it is at least a millisecond ahead, and a request it starts before it is due counts
+/// from when it started. With `maxOutstanding`, a request due while that
 /// many are running is not sent: it counts as dropped (`latencies.fields["dropped"]`),
 /// has no latency and no place in `tally`.
 public func forEachAtRate(count: Int, rate: Double, maxOutstanding: Int? = nil, tally: Tally,
@@ -311,9 +312,12 @@ public func forEachAtRate(count: Int, rate: Double, maxOutstanding: Int? = nil, 
             let ahead = due - monotonicSeconds()
             if ahead > 0.001 { try? await Task.sleep(nanoseconds: UInt64(ahead * 1e9)) }
             guard latencies.take(cap: maxOutstanding) else { continue }
+            // Sent late: from when it was due (wrk2). Sent early (up to the millisecond the
+            // loop does not sleep for): from when it was sent, not a negative time clamped to 0.
+            let from = min(due, monotonicSeconds())
             group.addTask {
                 do { try await body(index) } catch { tally.fail(error) }
-                latencies.record(seconds: monotonicSeconds() - due, releasing: true)
+                latencies.record(seconds: monotonicSeconds() - from, releasing: true)
             }
         }
     }
