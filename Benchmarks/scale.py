@@ -26,12 +26,14 @@
     scenario (each body to a file in /dev/shm); the `transfer` command and curl
     drop the bodies.
 (c) Open loop: each client's closed-loop maximum (--max-count requests, 64 at
-    once) first, then runs at --rates of the slowest client's maximum for
+    once) first, then runs at --rates of that client's own maximum for
     --duration seconds, with `--rate` (BenchCommon): request i is due at
     start + i/rate whatever the others do, and its latency is measured from
     when it was due (wrk2's correction of coordinated omission), into an
-    HdrHistogram; p50/p99/p99.9/max per run. bench-transfer (data(for:)) and
-    bench-ahc; curl has no open-loop mode for parallel transfers.
+    HdrHistogram; p50/p99/p99.9/max per run. At most --max-outstanding
+    requests run at once: one due beyond is not sent, reported as dropped.
+    bench-transfer (data(for:)) and bench-ahc; curl has no open-loop mode for
+    parallel transfers.
 
 Clients run alternated (A B C D A B C D ...), each with RLIMIT_NOFILE raised
 to --nofile (or the hard limit). Python 3 standard library only; nginx with the echo module
@@ -278,7 +280,8 @@ def check(name, result, expected_requests=None):
     if result["exit"] != 0:
         return f"{name} exited {result['exit']}: {result['stderr'][-300:]} {result['stdout'][-300:]}"
     data = bench_json(result)
-    if data and (data.get("errors") or (expected_requests and data.get("requests") != expected_requests)):
+    sent = expected_requests - data.get("dropped", 0) if expected_requests and data else expected_requests
+    if data and (data.get("errors") or (expected_requests and data.get("requests") != sent)):
         return f"{name}: {data.get('requests')} requests, {data.get('errors')} errors: {data.get('first_error')}"
     return None
 
@@ -355,6 +358,11 @@ def level_a(args, work, lines, n, port, status_port):
         clients["curl"] = (
             ["curl", "-s", "--parallel", "--parallel-max", str(n), "--parallel-immediate", "-K", curl_cfg],
             ["curl", "-s", "-K", f"{work}/a-one.cfg"])
+    if args.a_clients:
+        wanted = {"library": "transfer (library)", "batch": "transfer (library, batch)", "ahc": "ahc",
+                  "command": "transfer (command)", "curl": "curl"}
+        keep = {wanted[x] for x in args.a_clients.split(",")}
+        clients = {name: c for name, c in clients.items() if name in keep}
     runs = {name: [] for name in clients}
     failures = []
     for r in range(args.runs):
@@ -572,9 +580,10 @@ def part_b(args, work, lines, raw):
 
 def part_c(args, work, lines, raw):
     """Each client's closed-loop maximum first (64 at once), then open-loop runs at
-    --rates (fractions) of the slowest client's maximum, so that every client gets the
-    same offered load. Latency percentiles come from the client's HdrHistogram, measured
-    from when each request was due (`--rate` in BenchCommon)."""
+    --rates (fractions) of that client's own maximum, with at most --max-outstanding
+    requests running: a request due while that many run is not sent and counts as
+    dropped. Latency percentiles come from the client's HdrHistogram, measured from
+    when each sent request was due (`--rate` in BenchCommon)."""
     port, = free_ports(1)
     servers = f"""
     server {{
@@ -592,9 +601,10 @@ def part_c(args, work, lines, raw):
     failures = []
     try:
         maxima = {}
-        for name, command in clients.items():
-            rates = []
-            for r in range(args.runs):
+        max_runs = {name: [] for name in clients}
+        # Alternated, as the open-loop runs: A B A B ...
+        for r in range(args.runs):
+            for name, command in clients.items():
                 result = run_client(command + ["--count", str(args.max_count), "--concurrency", "64"],
                                     args.nofile, args.timeout)
                 note = check(name, result, args.max_count)
@@ -602,27 +612,35 @@ def part_c(args, work, lines, raw):
                 if note or not data.get("wall_s"):
                     failures.append(f"max run {r + 1}: {note}")
                     continue
-                rates.append(data["requests"] / data["wall_s"])
+                max_runs[name].append(data["requests"] / data["wall_s"])
+        for name, rates in max_runs.items():
             maxima[name] = statistics.median(rates) if rates else None
-        known = [m for m in maxima.values() if m]
-        if not known:
+        if not any(maxima.values()):
             sys.exit("(c): no client measured a maximum")
-        base = min(known)
+        cap = args.max_outstanding
         lines += ["## (c) Open-loop latency", "",
-                  "Closed-loop maximum (64 at once, " f"{args.max_count:,} requests), req/s: "
-                  + ", ".join(f"{n} {m:,.0f}" for n, m in maxima.items() if m)
-                  + f". Offered load: fractions of the slowest, {base:,.0f} req/s. curl has no open-loop mode "
-                  "for parallel transfers (`--rate` paces serial ones only), so it is not in this part.", "",
-                  "| client | offered req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        raw_c = {"maxima": maxima, "runs": []}
+                  "Closed-loop maximum of each client in this run (64 at once, " f"{args.max_count:,} requests, "
+                  f"{args.runs} runs alternated, median (min–max)), req/s: "
+                  + "; ".join(f"{n} {cell(max_runs[n])}" for n in clients if maxima[n])
+                  + ". Each client is offered fractions of its own median maximum. At most "
+                  f"{cap:,} requests run at once (`--max-outstanding`): a request due while that many run is not "
+                  "sent and counts as dropped; latencies are of the sent ones, from when each was due. "
+                  "curl has no open-loop mode for parallel transfers (`--rate` paces serial ones only), "
+                  "so it is not in this part.", "",
+                  "| client | offered req/s | sent req/s | p50 ms | p99 ms | p99.9 ms | max ms | dropped | errors |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        raw_c = {"maxima": maxima, "max_runs": max_runs, "max_outstanding": cap, "runs": []}
+        raw_lines = []
         for fraction in [float(x) for x in args.rates.split(",")]:
-            rate = base * fraction
-            count = max(100, int(rate * args.duration))
             per = {name: [] for name in clients}
             for r in range(args.runs):
                 for name, command in clients.items():
-                    result = run_client(command + ["--count", str(count), "--rate", f"{rate:.1f}"],
+                    if not maxima[name]:
+                        continue
+                    rate = maxima[name] * fraction
+                    count = max(100, int(rate * args.duration))
+                    result = run_client(command + ["--count", str(count), "--rate", f"{rate:.1f}",
+                                                   "--max-outstanding", str(cap)],
                                         args.nofile, args.timeout)
                     data = bench_json(result)
                     note = check(name, result, count)
@@ -630,14 +648,28 @@ def part_c(args, work, lines, raw):
                         failures.append(f"{fraction:.0%} run {r + 1}: {note}")
                     per[name].append(data)
                     raw_c["runs"].append({"client": name, "fraction": fraction, "rate": rate, "run": r + 1,
-                                          "json": data, "cpu_s": result["cpu_s"]})
+                                          "count": count, "json": data, "cpu_s": result["cpu_s"]})
+                    print(f"[c] {fraction:.0%} run {r + 1} {name}: {rate:,.0f} req/s, p99 "
+                          f"{data.get('latency_p99_ms')} ms, dropped {data.get('dropped')}, "
+                          f"errors {data.get('errors')}" + (f"  FAILED {note}" if note else ""), file=sys.stderr)
             for name, runs in per.items():
+                if not maxima[name]:
+                    continue
+                rate = maxima[name] * fraction
                 ok = [d for d in runs if d.get("latency_count")]
-                lines.append(f"| {name} | {rate:,.0f} ({fraction:.0%}) | "
+                sent = [d["requests"] / d["wall_s"] for d in ok if d.get("wall_s")]
+                lines.append(f"| {name} | {rate:,.0f} ({fraction:.0%}) | {cell(sent)} | "
                              + " | ".join(cell([d.get(k) for d in ok], 2) for k in
                                           ("latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms"))
-                             + f" | {sum(d.get('errors', 0) for d in runs)} |")
-        lines += ["", f"Each cell: median (min–max) of {args.runs} runs of about {args.duration} s each.", ""]
+                             + f" | {cell([d.get('dropped', 0) for d in ok])} | {sum(d.get('errors', 0) for d in runs)} |")
+                raw_lines.append(f"- {name}, {fraction:.0%}: " + "; ".join(
+                    f"[{d.get('latency_p50_ms', float('nan')):.2f}, {d.get('latency_p99_ms', float('nan')):.2f}, "
+                    f"{d.get('latency_p999_ms', float('nan')):.2f}, {d.get('latency_max_ms', float('nan')):.2f}, "
+                    f"{d.get('dropped', 0)}]" for d in runs))
+        lines += ["", f"Each cell: median (min–max) of {args.runs} runs of about {args.duration:g} s each; "
+                  "sent req/s: requests sent and answered / the run's wall time; "
+                  "dropped: requests not sent of about duration × rate.", "",
+                  "Raw runs (p50, p99, p99.9, max ms, dropped):", ""] + raw_lines + [""]
         if failures:
             lines += ["Failed runs:", ""] + [f"- {f}" for f in failures] + [""]
         raw["c"] = raw_c
@@ -664,7 +696,12 @@ def main():
     parser.add_argument("--orders", default="shuffled,grouped", help="(b) URL orders to run")
     parser.add_argument("--nofile", type=int, default=65536, help="RLIMIT_NOFILE of the clients")
     parser.add_argument("--timeout", type=float, default=300, help="seconds one client run may take")
-    parser.add_argument("--rates", default="0.5,0.9", help="(c) offered loads, fractions of the slowest maximum")
+    parser.add_argument("--rates", default="0.5,0.9",
+                        help="(c) offered loads, fractions of each client's own closed-loop maximum")
+    parser.add_argument("--max-outstanding", type=int, default=1000,
+                        help="(c) requests running at once at most; one due beyond is dropped (not sent)")
+    parser.add_argument("--a-clients", help="(a) only these: a comma-separated list of "
+                        "library, batch, command, ahc, curl")
     parser.add_argument("--duration", type=float, default=10, help="(c) seconds of each open-loop run")
     parser.add_argument("--max-count", type=int, default=20000, help="(c) requests of each closed-loop run")
     parser.add_argument("--out", help="write the Markdown report here too")

@@ -83,6 +83,7 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
         cti_loop_fail(loop, t, rc, t->sink.failed);
         break;
       }
+      cti_loop_count_file(loop, t);
     }
     cti_transfer_set_phase(t, CT_PHASE_RECEIVING, "disposition answered");
     cti_transfer_pause(t, CT_PAUSE_DISPOSITION, 0, "disposition answered");

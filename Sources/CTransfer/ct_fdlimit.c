@@ -1,14 +1,15 @@
 /*
- * ct_fdlimit.c - the descriptor limit: how many connections a loop admits
+ * ct_fdlimit.c - the descriptor limit: what a loop admits at once
  * (ct_connection_budget) and the words for running out of descriptors.
  *
  * Why a budget: every connection costs a socket, and a download its file.
  * Past RLIMIT_NOFILE, socket() fails with EMFILE and libcurl reports
  * "Couldn't connect to server", which blames the server and gets retried
- * as a connect failure. The loop runs at most the budget's transfers at
- * once and holds the others, queued with no descriptor
- * (ct_loop_transfers.c); libcurl keeps no more idle connections than the
- * budget (CURLMOPT_MAXCONNECTS).
+ * as a connect failure. The loop counts the descriptors its admitted
+ * transfers hold (one for the socket, one for each open file:
+ * ct_transfer_descriptors) and holds the others, queued with no
+ * descriptor (ct_loop_transfers.c); libcurl keeps no more idle
+ * connections than the idle share (CURLMOPT_MAXCONNECTS).
  */
 #define _GNU_SOURCE
 #include "ct_internal.h"
@@ -20,27 +21,44 @@
 #include <string.h>
 #include <sys/resource.h>
 
-int64_t ct_connection_budget(int64_t configured, uint64_t soft_limit,
-                             uint64_t in_use)
+struct ct_fd_budget ct_connection_budget(int64_t idle_wanted,
+                                         uint64_t soft_limit,
+                                         uint64_t in_use)
 {
+  struct ct_fd_budget b;
   uint64_t spare;
-  int64_t budget;
+  uint64_t idle;
 
-  if(configured < 0)
-    configured = 0;
-  if(!soft_limit)
-    return configured;
+  if(idle_wanted <= 0)
+    idle_wanted = CT_DEFAULT_IDLE_CONNECTIONS;
+  if(!soft_limit) {
+    b.descriptors = 0;
+    b.idle = idle_wanted;
+    return b;
+  }
   spare = soft_limit > in_use + CT_FD_RESERVE ?
     soft_limit - in_use - CT_FD_RESERVE : 0;
-  spare /= CT_FD_PER_CONNECTION;
-  /* One connection at least: with less, the transfer tries and fails
+  /* Idle sockets take at most a third of what is spare, so that a low
+   * limit still leaves most to running transfers; at least one (0 is
+   * libcurl's "no cap"). */
+  idle = spare / 3;
+  if(idle > (uint64_t)idle_wanted)
+    idle = (uint64_t)idle_wanted;
+  if(idle < 1)
+    idle = 1;
+  b.idle = (int64_t)idle;
+  /* One descriptor at least: with less, the transfer tries and fails
    * with CT_E_TOO_MANY_OPEN_FILES, which names the limit, instead of
    * waiting for a descriptor nobody will free. */
-  budget = spare > (uint64_t)INT32_MAX ? INT32_MAX :
+  spare = spare > idle ? spare - idle : 0;
+  b.descriptors = spare > (uint64_t)INT32_MAX ? INT32_MAX :
     spare < 1 ? 1 : (int64_t)spare;
-  if(configured > 0 && configured < budget)
-    return configured;
-  return budget;
+  return b;
+}
+
+int64_t ct_transfer_descriptors(ct_sink_kind sink, ct_body_kind body)
+{
+  return 1 + (sink == CT_SINK_FILE) + (body == CT_BODY_FILE);
 }
 
 /* The soft RLIMIT_NOFILE; 0 when there is none (or it cannot be read). */
@@ -83,13 +101,12 @@ uint64_t ct_open_file_limit(void)
   return soft_limit();
 }
 
-int64_t cti_fd_connection_budget(int64_t configured)
+struct ct_fd_budget cti_fd_connection_budget(int64_t idle_wanted)
 {
   uint64_t limit = soft_limit();
 
-  if(!limit)
-    return configured > 0 ? configured : 0;
-  return ct_connection_budget(configured, limit, descriptors_in_use(limit));
+  return ct_connection_budget(idle_wanted, limit,
+                              limit ? descriptors_in_use(limit) : 0);
 }
 
 int cti_fd_exhausted(int err)

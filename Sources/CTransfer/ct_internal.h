@@ -279,7 +279,9 @@ struct cti_transfer {
   ct_phase phase;
   uint32_t paused;          /* CT_PAUSE_* reasons; libcurl paused if any */
   int socket_errno;         /* a socket() of ours failed: its errno */
-  int admitted;             /* counted in loop->admitted (ct_loop_transfers.c) */
+  /* Descriptors counted in loop->fd_admitted while admitted (0: not
+   * admitted; ct_loop_transfers.c): its socket and its open files. */
+  int fds_admitted;
   int held;                 /* waiting in loop->held for the budget */
   struct cti_transfer *held_next;
   struct cti_transfer *held_prev;
@@ -558,11 +560,14 @@ struct ct_loop {
   struct cti_tracked_socket *sockets;  /* ct_tls_sockets.c, by fd */
   size_t socket_cap;
   size_t stale_sockets;          /* old-generation sockets still in use */
-  /* The admission rule (ct_fdlimit.c): at most connection_budget
-   * transfers are admitted (in libcurl, or committing their file) at
-   * once; the others wait in `held`, oldest first. 0: no budget. */
-  int64_t connection_budget;
-  int64_t admitted;
+  /* The admission rule (ct_fdlimit.c): the transfers admitted (in
+   * libcurl, or committing their file) hold at most fd_budget
+   * descriptors by their count (ct_transfer_descriptors); the others wait
+   * in `held`, oldest first. 0: no budget. idle_budget: the idle
+   * connections libcurl keeps (CURLMOPT_MAXCONNECTS). */
+  int64_t fd_budget;
+  int64_t idle_budget;
+  int64_t fd_admitted;           /* atomic, one writer: the loop thread */
   struct cti_transfer *held;
   struct cti_transfer *held_tail;
   int64_t held_count;            /* atomic, one writer: transfers in `held` */
@@ -690,6 +695,10 @@ int cti_tls_reads_ahead(CURL *easy);
  * room; at the end of each loop pass, never while closing. Loop thread,
  * outside libcurl's callbacks. ct_loop_transfers.c. */
 void cti_loop_admit_held(struct ct_loop *loop);
+/* An admitted transfer opened a file it did not count when admitted (a
+ * memory sink that became a file): count its descriptor too. It may take
+ * the count past the budget for a while; later transfers wait. */
+void cti_loop_count_file(struct ct_loop *loop, struct cti_transfer *t);
 
 /* After a policy change, and after each retired transfer while some remain
  * (loop->stale_sockets): shut down connections opened under an older
@@ -730,8 +739,8 @@ void cti_copy_message(char *dst, size_t cap, const char *src);
 /* --- ct_fdlimit.c ------------------------------------------------------ */
 
 /* ct_connection_budget() for this process now: the soft RLIMIT_NOFILE
- * and the descriptors open at the call (0: unlimited). */
-int64_t cti_fd_connection_budget(int64_t configured);
+ * and the descriptors open at the call. */
+struct ct_fd_budget cti_fd_connection_budget(int64_t idle_wanted);
 /* 1 for EMFILE and ENFILE: out of descriptors, not a network failure. */
 int cti_fd_exhausted(int err);
 /* "<what>: all N descriptors of the open-file limit (RLIMIT_NOFILE,

@@ -391,23 +391,25 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
   curl_multi_setopt(loop->multi, CURLMOPT_TIMERDATA, loop);
   curl_multi_setopt(loop->multi, CURLMOPT_PIPELINING,
                     config->multiplex ? CURLPIPE_MULTIPLEX : CURLPIPE_NOTHING);
-  /* The admission rule (ct_fdlimit.c): at most connection_budget
-   * transfers at once (ct_loop_transfers.c holds the others), and no more
-   * idle connections kept than that. A configured max_total_connections
-   * stays libcurl's own queue (CURLMOPT_MAX_TOTAL_CONNECTIONS, transfers
-   * wait there connecting); the budget is not passed to it: set for every loop, libcurl 7.88 let
+  /* The admission rule (ct_fdlimit.c): the admitted transfers hold at
+   * most fd_budget descriptors (ct_loop_transfers.c holds the others), and
+   * libcurl keeps at most idle_budget idle connections, so that both and
+   * the reserve stay under the open-file limit. A configured
+   * max_total_connections stays libcurl's own queue
+   * (CURLMOPT_MAX_TOTAL_CONNECTIONS, transfers wait there connecting); the
+   * budget is not passed to it: set for every loop, libcurl 7.88 let
    * requests on fresh loops stall for seconds (FastPathTests, BatchTests
    * under load), so the budget is enforced by holding, not by libcurl. */
-  loop->connection_budget = cti_fd_connection_budget(0);
-  /* libcurl's default cache size follows the number of handles in the
-   * multi, which drops to nothing between bursts of short transfers and
-   * then closes the connections we want to reuse: fix it instead. */
   {
-    int64_t idle = config->max_idle_connections > 0 ?
-      config->max_idle_connections : 256;
-    if(loop->connection_budget > 0 && loop->connection_budget < idle)
-      idle = loop->connection_budget;   /* idle sockets count too */
-    curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS, (long)idle);
+    struct ct_fd_budget budget =
+      cti_fd_connection_budget(config->max_idle_connections);
+    loop->fd_budget = budget.descriptors;
+    loop->idle_budget = budget.idle;
+    /* Fixed, not libcurl's default: that follows the number of handles in
+     * the multi, which drops to nothing between bursts of short transfers
+     * and then closes the connections we want to reuse. */
+    curl_multi_setopt(loop->multi, CURLMOPT_MAXCONNECTS,
+                      (long)loop->idle_budget);
   }
   if(config->max_connections_per_host > 0)
     curl_multi_setopt(loop->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
@@ -542,7 +544,14 @@ uint64_t ct_loop_setopt_calls(const struct ct_loop *loop)
   return __atomic_load_n(&loop->setopt_calls, __ATOMIC_RELAXED);
 }
 
-int64_t ct_loop_connection_budget(const struct ct_loop *loop)
+int64_t ct_loop_connection_budget(const struct ct_loop *loop, int64_t *idle)
 {
-  return loop ? loop->connection_budget : 0;
+  if(idle)
+    *idle = loop ? loop->idle_budget : 0;
+  return loop ? loop->fd_budget : 0;
+}
+
+int64_t ct_loop_descriptors_admitted(const struct ct_loop *loop)
+{
+  return loop ? __atomic_load_n(&loop->fd_admitted, __ATOMIC_RELAXED) : 0;
 }

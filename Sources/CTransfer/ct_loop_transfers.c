@@ -97,12 +97,38 @@ static void unhold(struct ct_loop *loop, struct cti_transfer *t)
                    __ATOMIC_RELAXED);
 }
 
+/* Add `delta` to the descriptors the admitted transfers count. */
+static void count_fds(struct ct_loop *loop, int64_t delta)
+{
+  __atomic_store_n(&loop->fd_admitted,
+                   __atomic_load_n(&loop->fd_admitted, __ATOMIC_RELAXED) +
+                   delta, __ATOMIC_RELAXED);
+}
+
+/* Whether `t` may start now: its descriptors fit in what the budget has
+ * left, or nothing else is admitted (then one that can never fit tries,
+ * and its socket() or open() fails with the error naming the limit). */
+static int fits(const struct ct_loop *loop, const struct cti_transfer *t)
+{
+  return loop->fd_budget <= 0 || loop->fd_admitted == 0 ||
+    loop->fd_admitted + ct_transfer_descriptors(t->sink.kind, t->body_kind)
+      <= loop->fd_budget;
+}
+
+void cti_loop_count_file(struct ct_loop *loop, struct cti_transfer *t)
+{
+  if(!t->fds_admitted)
+    return;
+  t->fds_admitted++;
+  count_fds(loop, 1);
+}
+
 void cti_loop_admit_held(struct ct_loop *loop)
 {
   if(loop->admitting || loop->closing)
     return;
   loop->admitting = 1;
-  while(loop->held && loop->admitted < loop->connection_budget) {
+  while(loop->held && fits(loop, loop->held)) {
     struct cti_transfer *t = loop->held;
     unhold(loop, t);
     if(t->phase == CT_PHASE_QUEUED)   /* never one that ended held */
@@ -136,8 +162,10 @@ static void release(struct ct_loop *loop, struct cti_transfer *t, int clean)
   table_remove(loop, t);
   if(t->held)
     unhold(loop, t);
-  if(t->admitted)
-    loop->admitted--;
+  if(t->fds_admitted) {
+    count_fds(loop, -(int64_t)t->fds_admitted);
+    t->fds_admitted = 0;
+  }
   __atomic_sub_fetch(&loop->active, 1, __ATOMIC_RELAXED);
   cti_transfer_free(t);
   /* Its file is closed now (a committed download's too), its connection
@@ -195,9 +223,9 @@ void cti_loop_drain_done(struct ct_loop *loop)
 void cti_loop_add(struct ct_loop *loop, struct cti_transfer *t)
 {
   cti_loop_insert(loop, t);
-  if(loop->connection_budget > 0 &&
-     (loop->held || loop->admitted >= loop->connection_budget)) {
-    /* Over the descriptor budget: wait, queued, holding no descriptor,
+  if(loop->held || !fits(loop, t)) {
+    /* Over the descriptor budget (or behind one that is): wait, queued,
+     * holding no descriptor, in order,
      * until a transfer retires (cancel and shutdown find it in the
      * table as any queued transfer). */
     t->held = 1;
@@ -216,15 +244,16 @@ void cti_loop_add(struct ct_loop *loop, struct cti_transfer *t)
   admit(loop, t);
 }
 
-/* Prepare `t` and hand it to libcurl; counted against the budget from
- * here until it retires (after its file is committed, for a download). */
+/* Prepare `t` and hand it to libcurl; its descriptors are counted
+ * against the budget from here until it retires (after its file is
+ * committed, for a download). */
 static void admit(struct ct_loop *loop, struct cti_transfer *t)
 {
   CURLMcode mc;
   ct_code rc;
   int configured = 0;
-  t->admitted = 1;
-  loop->admitted++;
+  t->fds_admitted = (int)ct_transfer_descriptors(t->sink.kind, t->body_kind);
+  count_fds(loop, t->fds_admitted);
   rc = cti_transfer_prepare(t);
   if(rc != CT_OK) {
     cti_transfer_finish_code(t, rc, "invalid request");

@@ -67,22 +67,49 @@ struct OpenFileLimitTableTests {
         #expect(CT_E_TOO_MANY_OPEN_FILES != CT_E_CANNOT_CONNECT)
     }
 
-    @Test("the budget is (soft limit − descriptors in use − reserve) / 3, at least one, within the configured cap")
+    @Test("the budget: a third of what is spare (at most the idle cap) idle, the rest for running transfers' descriptors")
     func budgetRule() {
         #expect(CT_FD_RESERVE == 16)
-        #expect(CT_FD_PER_CONNECTION == 3)
-        // ulimit -n 64 with 10 descriptors open: (64 - 10 - 16) / 3.
-        #expect(ct_connection_budget(0, 64, 10) == 12)
-        #expect(ct_connection_budget(200, 64, 10) == 12)
-        #expect(ct_connection_budget(8, 64, 10) == 8)
-        // Nothing left: one connection still tries (and fails with its own code).
-        #expect(ct_connection_budget(0, 20, 10) == 1)
-        #expect(ct_connection_budget(0, 64, 100) == 1)
-        // No limit: only the configured cap (0: none); a negative cap counts as none.
-        #expect(ct_connection_budget(0, 0, 10) == 0)
-        #expect(ct_connection_budget(32, 0, 10) == 32)
-        #expect(ct_connection_budget(-1, 64, 10) == 12)
-        #expect(ct_connection_budget(0, UInt64.max, 0) == Int64(Int32.max))
+        #expect(CT_DEFAULT_IDLE_CONNECTIONS == 256)
+        // ulimit -n 64 with 10 descriptors open: spare 64 - 10 - 16 = 38, idle 38 / 3 = 12, 26 to run.
+        #expect(budget(0, 64, 10) == Budget(descriptors: 26, idle: 12))
+        #expect(budget(256, 64, 10) == Budget(descriptors: 26, idle: 12))
+        // A smaller idle cap leaves the rest to running transfers.
+        #expect(budget(1, 64, 10) == Budget(descriptors: 37, idle: 1))
+        // The limit of the benchmark machine: the default 256 idle, 19,718 descriptors to run,
+        // where three per transfer admitted 6,657 transfers.
+        #expect(budget(0, 20_000, 10) == Budget(descriptors: 19_718, idle: 256))
+        #expect(budget(4_000, 20_000, 10) == Budget(descriptors: 15_974, idle: 4_000))
+        // Nothing left: one descriptor and one idle connection still (then a transfer tries and
+        // fails with its own code; libcurl reads an idle cap of 0 as none).
+        #expect(budget(0, 20, 10) == Budget(descriptors: 1, idle: 1))
+        #expect(budget(0, 64, 100) == Budget(descriptors: 1, idle: 1))
+        #expect(budget(0, 30, 10) == Budget(descriptors: 3, idle: 1))
+        // No limit: no descriptor budget, the idle cap as asked (0 or less: the default).
+        #expect(budget(0, 0, 10) == Budget(descriptors: 0, idle: 256))
+        #expect(budget(32, 0, 10) == Budget(descriptors: 0, idle: 32))
+        #expect(budget(-1, 64, 10) == Budget(descriptors: 26, idle: 12))
+        #expect(budget(0, UInt64.max, 0) == Budget(descriptors: Int64(Int32.max), idle: 256))
+    }
+
+    @Test("a transfer counts one descriptor for its socket and one for each file it has open")
+    func descriptorsPerTransfer() {
+        #expect(ct_transfer_descriptors(CT_SINK_MEMORY, CT_BODY_NONE) == 1)
+        #expect(ct_transfer_descriptors(CT_SINK_DISCARD, CT_BODY_MEMORY) == 1)
+        #expect(ct_transfer_descriptors(CT_SINK_STREAM, CT_BODY_PULL) == 1)
+        #expect(ct_transfer_descriptors(CT_SINK_FILE, CT_BODY_NONE) == 2)
+        #expect(ct_transfer_descriptors(CT_SINK_MEMORY, CT_BODY_FILE) == 2)
+        #expect(ct_transfer_descriptors(CT_SINK_FILE, CT_BODY_FILE) == 3)
+    }
+
+    private struct Budget: Equatable {
+        var descriptors: Int64
+        var idle: Int64
+    }
+
+    private func budget(_ idle: Int64, _ limit: UInt64, _ inUse: UInt64) -> Budget {
+        let result = ct_connection_budget(idle, limit, inUse)
+        return Budget(descriptors: result.descriptors, idle: result.idle)
     }
 
     @Test("a loop applies the rule with this process's limit when it is created")
@@ -90,15 +117,20 @@ struct OpenFileLimitTableTests {
         var config = ct_loop_config()
         ct_loop_config_init(&config)
         config.max_total_connections = 4   // libcurl's own cap, not the descriptor budget
+        config.max_idle_connections = 300  // more than the default, less than a third of this limit
         var loop: OpaquePointer?
         #expect(ct_loop_create(&config, &loop) == CT_OK)
         let created = try #require(loop)
         defer { ct_loop_destroy(created) }
 
         let limit = ct_open_file_limit()
-        let budget = ct_loop_connection_budget(created)
+        var idle: Int64 = 0
+        let descriptors = ct_loop_connection_budget(created, &idle)
 
-        #expect(budget >= 1 || limit == 0)
-        if limit > 0 { #expect(UInt64(budget) <= max(1, limit / 3)) }
+        #expect(descriptors >= 1 || limit == 0)
+        #expect(idle >= 1 && idle <= 300)
+        if limit == 0 || limit >= 10_000 { #expect(idle == 300, "the idle cap as configured") }
+        if limit > 0 { #expect(UInt64(descriptors + idle) <= max(2, limit - 16)) }
+        #expect(ct_loop_descriptors_admitted(created) == 0)
     }
 }

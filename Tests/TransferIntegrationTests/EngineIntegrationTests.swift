@@ -173,6 +173,56 @@ struct EngineIntegrationTests {
         #expect(collected.filter { !$0.reusedConnection }.count < 16)
     }
 
+    @Test("maxIdleConnections caps the idle pool: with 1, two origins used in turn reconnect; with 2, they reuse")
+    func idleConnectionCap() async throws {
+        let (a, b) = (try TestServer(), try TestServer())
+        defer {
+            a.stop()
+            b.stop()
+        }
+        #expect(SessionConfiguration.default.maxIdleConnections == 0, "0: the engine's 256")
+        for cap in [1, 2] {
+            let session = try makeSession { $0.maxIdleConnections = cap }
+            defer { session.invalidateAndCancel() }
+            let metrics = Locked<[TaskMetrics]>([])
+            session.hooks.taskDidFinishCollectingMetrics = { _, _, m in metrics.withLock { $0.append(m) } }
+            let (acceptedA, acceptedB) = (a.acceptedConnections, b.acceptedConnections)
+
+            // One at a time, A B A B: each ends (its connection idle) before the next starts.
+            // Connections of the previous round are closed with its session: none is left.
+            try await Wait.until("no connection left from before", timeout: .seconds(30)) {
+                a.openConnections + b.openConnections == 0
+            }
+            for (index, server) in [a, b, a, b].enumerated() {
+                let failure: TransferError? = await withCheckedContinuation { done in
+                    session.dataTask(with: Request(url: server.url("/bytes/100?seed=\(index)"))) { _, _, error in
+                        done.resume(returning: error)
+                    }.resume()
+                }
+                #expect(failure == nil, "cap \(cap), request \(index): \(String(describing: failure))")
+            }
+
+            try await Wait.until("the metrics of the four requests", timeout: .seconds(30)) {
+                metrics.withLock { $0.count } == 4
+            }
+            let reused = metrics.withLock { $0.map(\.reusedConnection) }
+            let opened = (a.acceptedConnections - acceptedA, b.acceptedConnections - acceptedB)
+            if cap == 1 {
+                // When the second connection falls idle, one of the two is closed (the older, or
+                // either when both ended within the same millisecond): of requests 3 and 4 at
+                // most one finds its origin's connection, and one connection stays open.
+                #expect(reused.filter { $0 }.count <= 1, "cap 1: \(reused)")
+                #expect(opened.0 + opened.1 >= 3, "cap 1: connections opened \(opened)")
+                try await Wait.until("one connection left open with cap 1", timeout: .seconds(30)) {
+                    a.openConnections + b.openConnections == 1
+                }
+            } else {
+                #expect(reused == [false, false, true, true], "cap 2: \(reused)")
+                #expect(opened == (1, 1), "cap 2: connections opened \(opened)")
+            }
+        }
+    }
+
     @Test("a refused connection is a cannotConnect error")
     func refusedConnection() async throws {
         let port = try FreePort.reserve()   // bound then closed: nothing listens there

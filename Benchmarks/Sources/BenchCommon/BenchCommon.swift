@@ -66,6 +66,10 @@ public struct Options: Sendable {
     /// others do, and its latency is measured from when it was due (wrk2's correction
     /// of coordinated omission); `--count` requests in all, `--concurrency` ignored.
     public var rate: Double?
+    /// `--max-outstanding K` (with `--rate`): a request due while K are still running is not
+    /// sent but counted as dropped (`dropped` in the result line), so that a client that fell
+    /// behind does not pile up tasks without bound; nil: no cap.
+    public var maxOutstanding: Int?
 
     public init(arguments: [String] = Array(CommandLine.arguments.dropFirst())) throws {
         var index = 0
@@ -107,6 +111,7 @@ public struct Options: Sendable {
             case "--rate":
                 guard let r = Double(try value(name)), r > 0 else { throw BenchError("--rate must be a positive number") }
                 rate = r
+            case "--max-outstanding": maxOutstanding = max(1, try integer(name))
             case "--stream":
                 let text = try value(name)
                 guard ["none", "hook", "slow"].contains(text) else { throw BenchError("unknown --stream \(text)") }
@@ -242,6 +247,30 @@ public final class Latencies: @unchecked Sendable {  // state behind `lock`
 
     public init() {}
 
+    private var _dropped = 0
+    private var _outstanding = 0
+
+    /// Takes a slot for a request due now: false (and counted as dropped) when `cap` are
+    /// running already.
+    func take(cap: Int?) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if let cap, _outstanding >= cap {
+            _dropped += 1
+            return false
+        }
+        _outstanding += 1
+        return true
+    }
+
+    func record(seconds: Double, releasing: Bool) {
+        let micros = UInt64(max(0, min(seconds, 3600)) * 1e6)
+        lock.lock()
+        defer { lock.unlock() }
+        if releasing { _outstanding -= 1 }
+        _ = histogram.record(micros)
+    }
+
     public func record(seconds: Double) {
         let micros = UInt64(max(0, min(seconds, 3600)) * 1e6)
         lock.lock()
@@ -260,6 +289,7 @@ public final class Latencies: @unchecked Sendable {  // state behind `lock`
             "latency_p999_ms": ms(histogram.valueAtPercentile(99.9)),
             "latency_max_ms": ms(histogram.max),
             "latency_count": histogram.totalCount,
+            "dropped": _dropped,
         ]
     }
 }
@@ -268,9 +298,12 @@ public final class Latencies: @unchecked Sendable {  // state behind `lock`
 /// still running, and records each one's latency from when it was due, not from when it
 /// could start (so a stalled client is charged for the requests it delayed: wrk2's
 /// correction). Requests due together are started together; the loop sleeps only when
-/// it is at least a millisecond ahead.
-public func forEachAtRate(count: Int, rate: Double, tally: Tally, latencies: Latencies,
-                          _ body: @escaping @Sendable (Int) async throws -> Void) async
+/// it is at least a millisecond ahead, and a request it starts before it is due counts
+/// from when it started. With `maxOutstanding`, a request due while that
+/// many are running is not sent: it counts as dropped (`latencies.fields["dropped"]`),
+/// has no latency and no place in `tally`.
+public func forEachAtRate(count: Int, rate: Double, maxOutstanding: Int? = nil, tally: Tally,
+                          latencies: Latencies, _ body: @escaping @Sendable (Int) async throws -> Void) async
 {
     let start = monotonicSeconds()
     await withDiscardingTaskGroup { group in
@@ -278,9 +311,13 @@ public func forEachAtRate(count: Int, rate: Double, tally: Tally, latencies: Lat
             let due = start + Double(index) / rate
             let ahead = due - monotonicSeconds()
             if ahead > 0.001 { try? await Task.sleep(nanoseconds: UInt64(ahead * 1e9)) }
+            guard latencies.take(cap: maxOutstanding) else { continue }
+            // Sent late: from when it was due (wrk2). Sent early (up to the millisecond the
+            // loop does not sleep for): from when it was sent, not a negative time clamped to 0.
+            let from = min(due, monotonicSeconds())
             group.addTask {
                 do { try await body(index) } catch { tally.fail(error) }
-                latencies.record(seconds: monotonicSeconds() - due)
+                latencies.record(seconds: monotonicSeconds() - from, releasing: true)
             }
         }
     }

@@ -113,7 +113,8 @@ await benchMain(client: "ahc") { options in
         if let rate = options.rate {
             // Open loop: latency from when each request was due.
             let latencies = Latencies()
-            await forEachAtRate(count: options.count, rate: rate, tally: tally, latencies: latencies) { _ in
+            await forEachAtRate(count: options.count, rate: rate, maxOutstanding: options.maxOutstanding,
+                                tally: tally, latencies: latencies) { _ in
                 try await get(client, url, close: close, drop: false, expected: options.expectBytes, tally: tally)
             }
             extra = latencies.fields

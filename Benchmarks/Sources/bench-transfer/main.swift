@@ -231,7 +231,8 @@ await benchMain(client: "transfer") { options in
         if let rate = options.rate {
             // Open loop (data(for:) per request): latency from when each was due.
             let latencies = Latencies()
-            await forEachAtRate(count: options.count, rate: rate, tally: tally, latencies: latencies) { _ in
+            await forEachAtRate(count: options.count, rate: rate, maxOutstanding: options.maxOutstanding,
+                                tally: tally, latencies: latencies) { _ in
                 let (data, response) = try await session.data(for: shared)
                 tally.record(status: response.statusCode, bytes: Int64(data.count), expected: options.expectBytes,
                              httpVersion: response.httpVersion)

@@ -110,11 +110,14 @@ struct ct_loop_config {
   int64_t max_connections_per_host;    /* 0: unlimited */
   /* 0: unlimited; else libcurl's CURLMOPT_MAX_TOTAL_CONNECTIONS (the
    * transfers beyond it wait in libcurl, connecting). Independently the
-   * loop runs at most ct_connection_budget(0, ...) transfers at once (the
-   * open-file limit's share, below) and queues the others. */
+   * loop admits transfers only within the open-file limit's share
+   * (ct_connection_budget, below) and queues the others. */
   int64_t max_total_connections;
   int64_t max_concurrent_streams;      /* HTTP/2; 0: libcurl's default */
-  int64_t max_idle_connections;        /* kept for reuse; 0: 256 */
+  /* Idle connections kept for reuse (CURLMOPT_MAXCONNECTS); 0:
+   * CT_DEFAULT_IDLE_CONNECTIONS. Lowered to a third of the open-file
+   * limit's spare descriptors when that is less (ct_connection_budget). */
+  int64_t max_idle_connections;
   int32_t multiplex;                   /* 1: HTTP/2 multiplexing (default) */
   int32_t share_tls_sessions;          /* 1: resume TLS sessions (default) */
   /* Shared bandwidth limit over all transfers of the loop, bytes/s. */
@@ -137,40 +140,63 @@ struct ct_loop_config {
 void ct_loop_config_init(struct ct_loop_config *_Nonnull config);
 
 /* Descriptors kept free for the rest of the process (its files, pipes and
- * logs, libcurl's resolver) when sizing the connection budget. */
+ * logs, libcurl's resolver, the file worker's journal writes) when sizing
+ * the descriptor budget. */
 #define CT_FD_RESERVE 16
-/* Descriptors counted per admitted transfer: its socket, the file a
- * download writes (or an upload reads) while it runs, and one idle
- * connection kept for reuse (CURLMOPT_MAXCONNECTS is capped to the
- * budget too). */
-#define CT_FD_PER_CONNECTION 3
+/* The idle connections kept for reuse when max_idle_connections is 0. */
+#define CT_DEFAULT_IDLE_CONNECTIONS 256
 
 /**
- * The admission rule: how many transfers a loop runs at once, given
- * `configured` (max_total_connections, 0: unlimited), the soft
- * RLIMIT_NOFILE `soft_limit` (0: no limit) and the descriptors `in_use`
- * when the loop is created:
+ * The admission rule, given the soft RLIMIT_NOFILE `soft_limit` (0: no
+ * limit), the descriptors `in_use` when the loop is created and the idle
+ * connections wanted `idle_wanted` (max_idle_connections; 0 or less:
+ * CT_DEFAULT_IDLE_CONNECTIONS). With spare = soft_limit - in_use -
+ * CT_FD_RESERVE (0 when negative):
  *
- *   min(configured, max(1, (soft_limit - in_use - CT_FD_RESERVE)
- *                          / CT_FD_PER_CONNECTION))
+ *   idle        = max(1, min(idle_wanted, spare / 3))
+ *   descriptors = max(1, spare - idle)
  *
- * 0 means no limit (configured 0 and no soft limit). Transfers beyond the
- * budget wait queued in the loop, holding no descriptor, instead of
- * failing with EMFILE; idle pooled connections are capped to it too. Pure; any thread. ct_loop_create applies it with
- * getrlimit() and the count of /proc/self/fd, with `configured` 0 (a
- * configured cap is libcurl's, see max_total_connections).
+ * `descriptors` is what running transfers may hold at once: each admitted
+ * transfer counts one for its socket and one more for each file it has
+ * open (a file sink's part file, a file upload's body), see
+ * ct_transfer_descriptors(). `idle` caps the connections libcurl keeps for
+ * reuse (CURLMOPT_MAXCONNECTS), so idle + running + CT_FD_RESERVE stay
+ * under the limit. A transfer that does not fit waits queued in the loop,
+ * holding no descriptor, instead of failing with EMFILE; when nothing
+ * else runs it is admitted whatever it counts, so one that can never fit
+ * tries and fails with CT_E_TOO_MANY_OPEN_FILES naming the limit.
+ * No soft limit: descriptors 0 (no budget) and idle = idle_wanted.
+ * Pure; any thread. ct_loop_create applies it with getrlimit() and the
+ * count of /proc/self/fd. A configured max_total_connections is libcurl's
+ * own cap (CURLMOPT_MAX_TOTAL_CONNECTIONS), apart from this rule.
  */
-int64_t ct_connection_budget(int64_t configured, uint64_t soft_limit,
-                             uint64_t in_use);
+struct ct_fd_budget {
+  int64_t descriptors;   /* for running transfers; 0: no budget */
+  int64_t idle;          /* CURLMOPT_MAXCONNECTS, at least 1 */
+};
+struct ct_fd_budget ct_connection_budget(int64_t idle_wanted,
+                                         uint64_t soft_limit,
+                                         uint64_t in_use);
+
+/* The descriptors a transfer of this kind counts against the budget while
+ * admitted: 1 (its socket), +1 for a file sink, +1 for a file body.
+ * Pure; any thread. */
+int64_t ct_transfer_descriptors(ct_sink_kind sink, ct_body_kind body);
 
 /* The soft RLIMIT_NOFILE of the process now; 0: no limit. Any thread. */
 uint64_t ct_open_file_limit(void);
 
 /**
- * The connection budget the loop uses (ct_connection_budget at creation;
- * 0: unlimited). Any thread.
+ * The budget the loop uses (ct_connection_budget at creation): its
+ * descriptors for running transfers (0: unlimited), and in `*idle` (when
+ * not NULL) its cap on idle connections. Any thread.
  */
-int64_t ct_loop_connection_budget(const struct ct_loop *_Nonnull loop);
+int64_t ct_loop_connection_budget(const struct ct_loop *_Nonnull loop,
+                                  int64_t *_Nullable idle);
+
+/* Descriptors the loop's admitted transfers count now (loop thread's
+ * counter, read atomically). Any thread. */
+int64_t ct_loop_descriptors_admitted(const struct ct_loop *_Nonnull loop);
 
 /**
  * Create a loop and start its thread. On CT_OK `*out` owns the loop until

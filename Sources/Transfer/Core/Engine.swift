@@ -87,6 +87,7 @@ final class Engine: Sendable {
         config.batch_ctx = Unmanaged.passRetained(pass).toOpaque()
         config.max_connections_per_host = Int64(configuration.maxConnectionsPerHost)
         config.max_total_connections = Int64(configuration.maxTotalConnections)
+        config.max_idle_connections = Int64(max(0, configuration.maxIdleConnections))
         config.multiplex = configuration.httpVersion == .http1_1 || configuration.httpVersion == .http1_0 ? 0 : 1
         config.max_total_recv_speed = configuration.maxTotalReceiveSpeed
         config.max_total_send_speed = configuration.maxTotalSendSpeed

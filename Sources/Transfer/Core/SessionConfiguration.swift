@@ -54,12 +54,21 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var maxConnectionsPerHost: Int = 6
     /// Connections open at once in all (0: unlimited by this setting).
     ///
-    /// Whatever it says, the session opens no more connections than its share of the
-    /// open-file limit allows: `(RLIMIT_NOFILE − descriptors open when the session
-    /// starts − 16) / 3`, at least 1 (a socket, a file and an idle connection per transfer,
-    /// 16 left for the rest of the process). Tasks beyond it wait in the engine's queue for a connection
-    /// instead of failing with ``TransferError/Code/tooManyOpenFiles``.
+    /// Whatever it says, the session's running tasks hold no more descriptors than its
+    /// share of the open-file limit: with spare = `RLIMIT_NOFILE − descriptors open when
+    /// the session starts − 16` (16 left for the rest of the process), `spare − idle`
+    /// (see ``maxIdleConnections``), at least 1. A task counts one descriptor for its
+    /// socket and one more for each file it has open: a data task one, a download or a file
+    /// upload two. Tasks beyond it wait in the engine's queue for a connection instead of
+    /// failing with ``TransferError/Code/tooManyOpenFiles``.
     public var maxTotalConnections: Int = 0
+    /// Idle connections kept open for reuse, over all hosts (libcurl's
+    /// `CURLMOPT_MAXCONNECTS`; 0: 256). When a connection falls idle beyond it, the oldest
+    /// idle one is closed, so a task to a host whose connection was closed opens a new one.
+    ///
+    /// The session keeps no more than a third of its spare descriptors idle (see
+    /// ``maxTotalConnections``), at least 1, whatever this says.
+    public var maxIdleConnections: Int = 0
     /// The HTTP version to ask for (default `.automatic`).
     public var httpVersion: HTTPVersion = .automatic
     /// curl's connection options: address family, Unix domain socket, TLS
