@@ -49,10 +49,13 @@ let package = Package(
                 .linkedLibrary("pthread"),
             ]
         ),
-        // The Swift facade: sessions, tasks, progress, serializers, policy.
+        // The Swift facade: sessions, tasks, progress, serializers, policy. MemberImportVisibility: a
+        // file sees only the members of what it imports itself, so the files on FoundationEssentials
+        // stay there (one file importing Foundation does not lend its String methods to the rest).
         .target(
             name: "Transfer",
-            dependencies: ["CTransfer", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["CTransfer", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
         // A session as a swift-service-lifecycle `Service`: a `ServiceGroup` shuts it down gracefully.
         .target(
             name: "TransferServiceLifecycle",

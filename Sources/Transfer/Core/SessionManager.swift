@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// Creates and manages tasks over one transfer engine: the Linux spelling
