@@ -10,6 +10,9 @@ let package = Package(
     products: [
         .library(name: "Transfer", targets: ["Transfer"]),
         .library(name: "TransferTerminal", targets: ["TransferTerminal"]),
+        // What needs all of Foundation (XMLParser, PropertyListSerialization; README, "TransferFoundation"):
+        // `Transfer` alone links only FoundationEssentials' share of it, so only importers pay.
+        .library(name: "TransferFoundation", targets: ["TransferFoundation"]),
         // Opt-in: a session as a swift-service-lifecycle `Service` (README, "Lifecycle").
         // Consumers of `Transfer` alone do not build swift-service-lifecycle.
         .library(name: "TransferServiceLifecycle", targets: ["TransferServiceLifecycle"]),
@@ -56,6 +59,8 @@ let package = Package(
             name: "Transfer",
             dependencies: ["CTransfer", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
+        // The parts of the AFNetworking-style API that need full Foundation (and FoundationXML).
+        .target(name: "TransferFoundation", dependencies: ["Transfer"]),
         // A session as a swift-service-lifecycle `Service`: a `ServiceGroup` shuts it down gracefully.
         .target(
             name: "TransferServiceLifecycle",
@@ -69,7 +74,7 @@ let package = Package(
         .executableTarget(
             name: "TransferCLI",
             dependencies: [
-                "Transfer", "TransferTerminal",
+                "Transfer", "TransferFoundation", "TransferTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -101,11 +106,11 @@ let package = Package(
         // Test-only helpers: in-process servers, nginx fixture, certificates.
         .target(name: "TestSupport", dependencies: ["Transfer", "CTransfer"], path: "Tests/TestSupport"),
         .testTarget(name: "CTransferTests", dependencies: ["CTransfer", "TestSupport"]),
-        .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
+        .testTarget(name: "TransferTests", dependencies: ["Transfer", "TransferFoundation", "TestSupport"]),
         .testTarget(
             name: "TransferIntegrationTests",
             dependencies: [
-                "Transfer", "TestSupport", "reachability-probe", "transfer-crashtest",
+                "Transfer", "TransferFoundation", "TestSupport", "reachability-probe", "transfer-crashtest",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The optional metrics/tracing integrations, with the packages' test backends.

@@ -213,17 +213,6 @@ public final class SessionManager: Sendable {
     /// The download tasks not yet completed.
     public var downloadTasks: [DownloadTask] { tasks.compactMap { $0 as? DownloadTask } }
 
-    /// The upload `Progress` of `task`: cancelling, pausing or resuming it
-    /// acts on the task.
-    public func uploadProgress(for task: TransferTask) -> Progress {
-        task.delegate.progressObjects(for: task).upload
-    }
-
-    /// The download `Progress` of `task` (see ``uploadProgress(for:)``).
-    public func downloadProgress(for task: TransferTask) -> Progress {
-        task.delegate.progressObjects(for: task).download
-    }
-
     func nextIdentifier() -> Int {
         Self.identifiers.add(1, ordering: .relaxed).newValue
     }
