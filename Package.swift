@@ -69,7 +69,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         // Terminal widgets bound to tasks: progress bar, percent label, spinner.
-        .target(name: "TransferTerminal", dependencies: ["Transfer"]),
+        .target(
+            name: "TransferTerminal", dependencies: ["Transfer"],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
         // The `transfer` command (docs/CLI.md), on the public API of Transfer only.
         .executableTarget(
             name: "TransferCLI",

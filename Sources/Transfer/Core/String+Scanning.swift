@@ -136,7 +136,7 @@ private func hexValue(_ byte: UInt8) -> UInt8? {
 /// `format` applied to `arguments` by the C library's `vsnprintf`: the same
 /// text as `String(format:)` for the numeric conversions the core uses
 /// (`%.3f`, `%02x`, `%d`). No `%@`.
-func cFormat(_ format: String, _ arguments: CVarArg...) -> String {
+package func cFormat(_ format: String, _ arguments: CVarArg...) -> String {
     var buffer = [CChar](repeating: 0, count: 64)
     var length = Int(withVaList(arguments) { vsnprintf(&buffer, buffer.count, format, $0) })
     if length >= buffer.count {
