@@ -10,6 +10,9 @@ let package = Package(
     products: [
         .library(name: "Transfer", targets: ["Transfer"]),
         .library(name: "TransferTerminal", targets: ["TransferTerminal"]),
+        // What needs all of Foundation (XMLParser, PropertyListSerialization; README, "TransferFoundation"):
+        // `Transfer` alone links only FoundationEssentials' share of it, so only importers pay.
+        .library(name: "TransferFoundation", targets: ["TransferFoundation"]),
         // Opt-in: a session as a swift-service-lifecycle `Service` (README, "Lifecycle").
         // Consumers of `Transfer` alone do not build swift-service-lifecycle.
         .library(name: "TransferServiceLifecycle", targets: ["TransferServiceLifecycle"]),
@@ -49,10 +52,15 @@ let package = Package(
                 .linkedLibrary("pthread"),
             ]
         ),
-        // The Swift facade: sessions, tasks, progress, serializers, policy.
+        // The Swift facade: sessions, tasks, progress, serializers, policy. MemberImportVisibility: a
+        // file sees only the members of what it imports itself, so the files on FoundationEssentials
+        // stay there (one file importing Foundation does not lend its String methods to the rest).
         .target(
             name: "Transfer",
-            dependencies: ["CTransfer", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["CTransfer", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
+        // The parts of the AFNetworking-style API that need full Foundation (and FoundationXML).
+        .target(name: "TransferFoundation", dependencies: ["Transfer"]),
         // A session as a swift-service-lifecycle `Service`: a `ServiceGroup` shuts it down gracefully.
         .target(
             name: "TransferServiceLifecycle",
@@ -61,12 +69,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         // Terminal widgets bound to tasks: progress bar, percent label, spinner.
-        .target(name: "TransferTerminal", dependencies: ["Transfer"]),
+        .target(
+            name: "TransferTerminal", dependencies: ["Transfer"],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
         // The `transfer` command (docs/CLI.md), on the public API of Transfer only.
         .executableTarget(
             name: "TransferCLI",
             dependencies: [
-                "Transfer", "TransferTerminal",
+                "Transfer", "TransferFoundation", "TransferTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -98,11 +108,11 @@ let package = Package(
         // Test-only helpers: in-process servers, nginx fixture, certificates.
         .target(name: "TestSupport", dependencies: ["Transfer", "CTransfer"], path: "Tests/TestSupport"),
         .testTarget(name: "CTransferTests", dependencies: ["CTransfer", "TestSupport"]),
-        .testTarget(name: "TransferTests", dependencies: ["Transfer", "TestSupport"]),
+        .testTarget(name: "TransferTests", dependencies: ["Transfer", "TransferFoundation", "TestSupport"]),
         .testTarget(
             name: "TransferIntegrationTests",
             dependencies: [
-                "Transfer", "TestSupport", "reachability-probe", "transfer-crashtest",
+                "Transfer", "TransferFoundation", "TestSupport", "reachability-probe", "transfer-crashtest",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The optional metrics/tracing integrations, with the packages' test backends.

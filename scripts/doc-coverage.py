@@ -35,10 +35,10 @@ import subprocess
 import sys
 import tempfile
 
-MODULES = ("Transfer", "TransferTerminal", "TransferHTTPTypes", "TransferOpenAPI", "TransferMetrics",
+MODULES = ("Transfer", "TransferFoundation", "TransferTerminal", "TransferHTTPTypes", "TransferOpenAPI", "TransferMetrics",
            "TransferTracing", "TransferServiceLifecycle")
 # The targets to build so that every module above has its graph.
-BUILD_TARGETS = ("TransferTerminal", "TransferOpenAPI", "TransferMetrics", "TransferTracing",
+BUILD_TARGETS = ("TransferFoundation", "TransferTerminal", "TransferOpenAPI", "TransferMetrics", "TransferTracing",
                  "TransferServiceLifecycle")
 SOURCES = tuple("Sources/%s/" % m for m in MODULES)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,5 +1,6 @@
 import Foundation
 import Transfer
+import TransferFoundation
 
 /// The flags that map onto the library's feature APIs (downloads,
 /// security, serialization), parsed and validated in one value the runner

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Transfer
 
 /// Byte counts, rates and durations the way the bars print them.
 public enum TerminalFormat {
@@ -12,7 +13,7 @@ public enum TerminalFormat {
             unit += 1
         }
         if unit == 0 { return "\(max(0, count)) B" }
-        return String(format: "%.1f %@", value, units[unit])
+        return cFormat("%.1f", value) + " " + units[unit]
     }
 
     /// "1.2 MiB/s"; "0 B/s" before any time has passed.
@@ -28,8 +29,8 @@ public enum TerminalFormat {
         let hours = total / 3600
         let minutes = (total % 3600) / 60
         let secs = total % 60
-        if hours > 0 { return String(format: "%d:%02d:%02d", hours, minutes, secs) }
-        return String(format: "%d:%02d", minutes, secs)
+        if hours > 0 { return cFormat("%d:%02d:%02d", hours, minutes, secs) }
+        return cFormat("%d:%02d", minutes, secs)
     }
 
     /// "42%": the fraction truncated to a whole percent, as the seeds' label does.

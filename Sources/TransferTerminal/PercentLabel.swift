@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Transfer
 
 /// A label showing a task's progress as a whole percentage ("42%"), as

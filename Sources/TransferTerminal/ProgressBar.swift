@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Transfer
 
 /// A progress bar bound to a task's upload or download progress, as

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Transfer
 
 /// A spinner bound to a task's state, as seed 002's

@@ -1,6 +1,7 @@
-import Transfer
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
+import Transfer
 
 #if canImport(Glibc)
     import Glibc

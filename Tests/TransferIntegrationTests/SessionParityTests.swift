@@ -3,6 +3,7 @@ import Synchronization
 import TestSupport
 import Testing
 import Transfer
+import TransferFoundation
 
 /// An ordered log of events, appended from any queue.
 final class EventLog: Sendable {

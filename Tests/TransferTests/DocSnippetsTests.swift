@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import Testing
 import Transfer
+import TransferFoundation
 
 private func architecture1() async throws {
 let session = try SessionManager()
@@ -117,6 +118,7 @@ task.resume()
 }
 
 private func migrating11() async throws {
+
 let session = try SessionManager()
 let task = session.downloadTask(with: try Request("https://example.com/big.iso"),
                                 to: URL(fileURLWithPath: "/srv/big.iso"))

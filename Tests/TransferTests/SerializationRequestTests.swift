@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Transfer
+import TransferFoundation
 
 @Suite("HTTP request serializer")
 struct SerializationRequestTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Transfer
+import TransferFoundation
 
 #if canImport(FoundationXML)
     import FoundationXML

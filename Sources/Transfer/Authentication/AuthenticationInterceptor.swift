@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A credential an ``Authenticator`` applies and refreshes.
 public protocol AuthenticationCredential: Sendable {

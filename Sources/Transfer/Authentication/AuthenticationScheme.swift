@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The scheme of an HTTP authentication challenge (the first token of a
 /// `WWW-Authenticate` challenge, RFC 9110 §11.6.1).

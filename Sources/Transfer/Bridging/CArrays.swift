@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Calls `body` with C arrays of pointers and lengths over `ders` (valid only during the call).
 /// `body` gets nil pointers when `ders` is empty.

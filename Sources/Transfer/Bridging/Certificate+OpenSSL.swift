@@ -1,5 +1,5 @@
 import CTransfer
-import Foundation
+import FoundationEssentials
 
 /// The OpenSSL side of ``Certificate``: parsing DER and splitting PEM (ct_cert.h).
 extension Certificate {

@@ -1,5 +1,5 @@
 import CTransfer
-import Foundation
+import FoundationEssentials
 
 /// The response head the engine hands an ``EngineTarget`` (`ct_response_head`).
 /// Valid during the callback only: copy what you keep. Both paths keep it as

@@ -1,5 +1,6 @@
 import CTransfer
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension FileMover {
     /// The mode of a placed download: 0666 without the umask, as curl's

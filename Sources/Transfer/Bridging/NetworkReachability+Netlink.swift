@@ -1,5 +1,6 @@
 import CTransfer
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The netlink side of ``NetworkReachability`` (`ct_netlink.h`): the route
 /// monitor socket, route queries, and what a route's interface is.

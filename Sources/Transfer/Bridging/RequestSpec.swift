@@ -1,5 +1,6 @@
 import CTransfer
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // The one place that builds the engine's request spec (`ct_transfer_spec`)
 // from Swift requests, session settings and task options. Everything outside
@@ -341,7 +342,7 @@ extension ProxySetting {
                 spec.proxy_password = UnsafePointer(strings.make(credentials.password))
             }
             if !proxy.bypass.isEmpty {
-                let list = proxy.bypass.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ",")
+                let list = proxy.bypass.map { $0.trimmingBlanks() }.joined(separator: ",")
                 spec.no_proxy = UnsafePointer(strings.make(list))
             }
             spec.proxy_ca_file = UnsafePointer(strings.make(proxy.caFile))

@@ -1,5 +1,6 @@
 import CTransfer
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The journal's format belongs to the engine: these only convert between
 /// ``ResumeJournal`` and `ct_journal_record`.

@@ -1,5 +1,5 @@
 import CTransfer
-import Foundation
+import FoundationEssentials
 
 /// Box retained by the C policy for its challenge handler (released by `release_ctx`).
 private final class ChallengeSink: Sendable {

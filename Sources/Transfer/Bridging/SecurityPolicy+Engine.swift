@@ -1,6 +1,6 @@
 import CTransfer
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// A `ct_trust_policy` built from a ``SecurityPolicy``, for the engine.
 ///

@@ -1,5 +1,5 @@
 import CTransfer
-import Foundation
+import FoundationEssentials
 
 /// A set of trust anchors (root certificates) that chains are validated against.
 ///

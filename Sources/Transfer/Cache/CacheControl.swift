@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The `Cache-Control` directives a private cache acts on (RFC 9111 §5.2),
 /// parsed from every `Cache-Control` field of a message. Unknown directives
@@ -44,9 +44,9 @@ struct CacheControl: Sendable, Hashable {
     static func directives(_ value: String) -> [(name: String, argument: String?)] {
         value.split(separator: ",").compactMap { item in
             let parts = item.split(separator: "=", maxSplits: 1)
-            let name = parts.first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            let name = parts.first.map { $0.trimmingBlanks().lowercased() } ?? ""
             guard !name.isEmpty else { return nil }
-            var argument = parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : nil
+            var argument = parts.count > 1 ? parts[1].trimmingBlanks() : nil
             if let quoted = argument, quoted.count >= 2, quoted.hasPrefix("\""), quoted.hasSuffix("\"") {
                 argument = String(quoted.dropFirst().dropLast())
             }
@@ -75,7 +75,7 @@ enum CacheFreshness {
     /// `Age` and `responseTime - Date`) plus the time it has been stored.
     static func age(of headers: HTTPHeaders, responseTime: Date, now: Date) -> TimeInterval {
         let apparent = headers["Date"].flatMap(RetryAfter.httpDate).map { max(0, responseTime.timeIntervalSince($0)) } ?? 0
-        let ageValue = headers["Age"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        let ageValue = headers["Age"].flatMap { Int64($0.trimmingBlanks()) }
             .map { TimeInterval(max(0, $0)) } ?? 0
         return max(apparent, ageValue) + max(0, now.timeIntervalSince(responseTime))
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The on-disk form of one cache entry, and its validating decoder.
 ///

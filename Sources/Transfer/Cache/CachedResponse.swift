@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A response kept by a ``ResponseCache``: the head, the body, when it was
 /// received, and the request header values its `Vary` names (the Linux
@@ -37,7 +37,7 @@ public struct CachedResponse: Sendable, Hashable {
     /// The lower-cased field names of every `Vary` field ("*" included).
     static func varyNames(_ headers: HTTPHeaders) -> [String] {
         headers.values(for: "Vary").flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+            .map { $0.trimmingBlanks().lowercased() }.filter { !$0.isEmpty }
     }
 
     /// The values of `headers` for the names in `response`'s `Vary`.
@@ -61,5 +61,5 @@ public struct CachedResponse: Sendable, Hashable {
 }
 
 private func normalized(_ value: String?) -> String? {
-    value?.trimmingCharacters(in: .whitespaces)
+    value?.trimmingBlanks()
 }

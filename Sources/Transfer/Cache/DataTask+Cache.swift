@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // How a data task uses the session's ResponseCache. Only reached when a
 // cache is configured (DataTask.submit / complete(with:) check first).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who a request says is asking: the credentials of every kind it may send,
 /// as the response cache and ``ResourceDownloader`` see them.
@@ -44,7 +44,7 @@ enum RequestIdentity {
     /// The authority of an absolute URL's text: after `scheme://`, up to the
     /// first `/`, `?` or `#` (or the end); nil without `://`.
     private static func authorityRange(of text: String) -> Range<String.Index>? {
-        guard let separator = text.range(of: "://") else { return nil }
+        guard let separator = text.firstRange(of: "://") else { return nil }
         let rest = text[separator.upperBound...]
         let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
         return separator.upperBound..<end

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a task does with the cache for one request (RFC 9111 for a private
 /// cache, with URLSession's meaning of ``Request/CachePolicy``).

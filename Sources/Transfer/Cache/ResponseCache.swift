@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// An HTTP response cache for a session (the Linux spelling of `URLCache`;
@@ -100,7 +100,7 @@ public final class ResponseCache: Sendable, Hashable {
             try manager.createDirectory(at: parent, withIntermediateDirectories: true)
         } catch {
             var failure = TransferError(.fileError, "cannot use the cache directory \(folder.path): \(error)",
-                                        underlying: error as NSError)
+                                        underlying: error as? CocoaError)
             failure.fileURL = folder
             throw failure
         }
@@ -112,7 +112,7 @@ public final class ResponseCache: Sendable, Hashable {
             try TemporaryFolder.prepare(folder.path)
         } catch {
             var failure = error
-            failure.message = failure.message.replacingOccurrences(of: "temporary folder", with: "cache directory")
+            failure.message = failure.message.replacing("temporary folder", with: "cache directory")
             failure.fileURL = folder
             throw failure
         }
@@ -120,7 +120,7 @@ public final class ResponseCache: Sendable, Hashable {
             names = try manager.contentsOfDirectory(atPath: folder.path)
         } catch {
             var failure = TransferError(.fileError, "cannot use the cache directory \(folder.path): \(error)",
-                                        underlying: error as NSError)
+                                        underlying: error as? CocoaError)
             failure.fileURL = folder
             throw failure
         }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SecurityPolicy {
     /// The response cache's name for the trust this policy gives https

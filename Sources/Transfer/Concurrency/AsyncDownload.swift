@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A running download for async code: its progress as an `AsyncSequence`
 /// beside its result (Alamofire's `downloadProgress` and

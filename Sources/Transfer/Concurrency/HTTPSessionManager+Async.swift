@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// async/await verbs. Each builds the request like its closure twin, runs the
 /// task, and serializes the response in the calling Swift task (never on the

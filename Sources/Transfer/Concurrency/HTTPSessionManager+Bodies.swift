@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A body chosen per call instead of by ``HTTPSessionManager/requestSerializer``:
 /// one manager sends form parameters (its serializer) and JSON values (these

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Per-request bodies: each request chooses its own encoding, so one session
 /// (or one ``HTTPSessionManager``) sends JSON, form and multipart bodies side

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The body of one response as an `AsyncSequence` of `Data` chunks, in order,
 /// with backpressure (Alamofire's `DataStreamRequest`, AsyncHTTPClient's

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// One finished request of a batch (see `SessionManager.results(for:options:)`).

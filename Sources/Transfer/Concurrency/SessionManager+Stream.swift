@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SessionManager {
     /// The default ``stream(for:bufferSize:)`` buffer: 1 MiB.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One HTTP cookie, as a ``CookieStore`` holds it (the Linux spelling of `HTTPCookie`).
 ///
@@ -189,15 +189,15 @@ struct SetCookieAttributes: Sendable, Hashable {
         guard let host = url.host?.lowercased(), !host.isEmpty else { return nil }
         let parts = value.split(separator: ";", omittingEmptySubsequences: false)
         guard let pair = parts.first, let eq = pair.firstIndex(of: "=") else { return nil }
-        let name = pair[..<eq].trimmingCharacters(in: .whitespaces)
+        let name = pair[..<eq].trimmingBlanks()
         guard !name.isEmpty else { return nil }
         var domain = host
         var path: String?
         var sameSite: Cookie.SameSite?
         for attribute in parts.dropFirst() {
             let kv = attribute.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = kv[0].trimmingCharacters(in: .whitespaces).lowercased()
-            let val = kv.count > 1 ? kv[1].trimmingCharacters(in: .whitespaces) : ""
+            let key = kv[0].trimmingBlanks().lowercased()
+            let val = kv.count > 1 ? kv[1].trimmingBlanks() : ""
             switch key {
             case "domain":
                 var d = val.lowercased()

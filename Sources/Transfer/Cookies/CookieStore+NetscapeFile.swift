@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Import and export in the Netscape cookie-file format that curl reads
@@ -23,17 +23,36 @@ extension CookieStore {
         try load(contentsOf: url)
     }
 
+    /// At most ``maximumCookieFileSize`` + 1 bytes of the file (one more
+    /// than allowed, so that the caller can tell an oversized file).
+    private static func readCookieFile(_ url: URL) throws(TransferError) -> Data {
+        func failure(_ err: Int32) -> TransferError {
+            var error = TransferError(.fileError, "cannot read the cookie file \(url.path): \(String(cString: strerror(err)))",
+                                      url: url)
+            error.systemErrno = err
+            return error
+        }
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(errno) }
+        defer { close(fd) }
+        let limit = maximumCookieFileSize + 1
+        var bytes = [UInt8](repeating: 0, count: 64 << 10)
+        var data = Data()
+        while data.count < limit {
+            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, min($0.count, limit - data.count)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure(errno)
+            }
+            if count == 0 { break }
+            data.append(contentsOf: bytes[0..<count])
+        }
+        return data
+    }
+
     /// Adds the cookies of a Netscape cookie file to the store (see ``init(contentsOf:)``).
     public func load(contentsOf url: URL) throws(TransferError) {
-        let data: Data
-        do {
-            let handle = try FileHandle(forReadingFrom: url)
-            defer { try? handle.close() }
-            data = try handle.read(upToCount: Self.maximumCookieFileSize + 1) ?? Data()
-        } catch {
-            throw TransferError(.fileError, "cannot read the cookie file \(url.path): \(error.localizedDescription)",
-                                url: url)
-        }
+        let data = try Self.readCookieFile(url)
         let lines = try Self.cookieFileLines(data, name: url.path)
         guard let jar, !lines.isEmpty else { return }
         do throws(TransferError) {
@@ -56,7 +75,7 @@ extension CookieStore {
         }
         return text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).compactMap { raw in
             let line = String(raw)   // as it is: a TAB may end an empty value
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingBlanks()
             // By bytes: a combining mark after "_" would defeat a Character prefix.
             if trimmed.isEmpty || (trimmed.utf8.first == UInt8(ascii: "#")
                 && !trimmed.utf8.starts(with: "#HttpOnly_".utf8)) { return nil }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A cookie jar shared by the transfers of one or more sessions: the Linux
 /// spelling of `HTTPCookieStorage`, on libcurl's cookie engine.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where cookies plug into a session's transfers.
 extension SessionManager {

@@ -1,5 +1,7 @@
 import CTransfer
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// What a line of libcurl's trace is (`ct_debug_kind`).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// An ordered list of HTTP header fields with case-insensitive lookup.
 ///
@@ -63,12 +63,12 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// The first value of `name` (case-insensitive), or nil.
     public func value(for name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        fields.first { $0.name.equalsIgnoringCase(name) }?.value
     }
 
     /// Every value of `name` (case-insensitive), in order.
     public func values(for name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        fields.filter { $0.name.equalsIgnoringCase(name) }.map(\.value)
     }
 
     /// Whether a field named `name` (case-insensitive) is present.
@@ -82,11 +82,11 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// Sets the first field of this name to `value` and removes the others,
     /// or appends it when there is none.
     public mutating func replaceOrAdd(name: String, value: String) {
-        if let index = fields.firstIndex(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) {
+        if let index = fields.firstIndex(where: { $0.name.equalsIgnoringCase(name) }) {
             fields[index].value = value
             var next = index + 1
             while next < fields.count {
-                if fields[next].name.caseInsensitiveCompare(name) == .orderedSame {
+                if fields[next].name.equalsIgnoringCase(name) {
                     fields.remove(at: next)
                 } else {
                     next += 1
@@ -99,7 +99,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// Removes every field named `name` (case-insensitive).
     public mutating func remove(name: String) {
-        fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        fields.removeAll { $0.name.equalsIgnoringCase(name) }
     }
 
     /// Fields of `other` replace fields of the same name here. A name that

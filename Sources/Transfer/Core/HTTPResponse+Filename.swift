@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension HTTPResponse {
     /// A safe file name for the body: from `Content-Disposition`
@@ -15,7 +15,7 @@ extension HTTPResponse {
             return safe
         }
         let last = url.lastPathComponent
-        if last != "/", let safe = Self.sanitizedFilename(last.removingPercentEncoding ?? last) {
+        if last != "/", let safe = Self.sanitizedFilename(last.percentDecoded ?? last) {
             return safe
         }
         return "download"
@@ -70,9 +70,9 @@ extension HTTPResponse {
                     parsed.unicodeScalars.append(chars[index])
                     index += 1
                 }
-                parsed = parsed.trimmingCharacters(in: .whitespaces)
+                parsed = parsed.trimmingBlanks()
             }
-            result.append((name.trimmingCharacters(in: .whitespaces).lowercased(), parsed))
+            result.append((name.trimmingBlanks().lowercased(), parsed))
         }
         return result
     }
@@ -132,12 +132,10 @@ extension HTTPResponse {
         while result.utf8.count > 255 { result.unicodeScalars.removeFirst() }
         // No hidden files, no "..": dots and blanks go from both ends
         // together (" . .x" must not leave ".x"), scalar by scalar.
-        result = result.trimmingCharacters(in: Self.trimmedFromFilenames)
+        result = result.trimming { $0.isBlank || $0 == "." }
         guard !result.isEmpty else { return nil }
         return result
     }
-
-    private static let trimmedFromFilenames = CharacterSet.whitespaces.union(CharacterSet(charactersIn: "."))
 }
 
 extension DownloadTask {

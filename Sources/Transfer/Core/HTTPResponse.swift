@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The head of an HTTP response: the Linux spelling of `NSHTTPURLResponse`.
@@ -51,7 +51,7 @@ public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
     public var mimeType: String? {
         guard let contentType = headers["Content-Type"] else { return nil }
         let type = contentType.split(separator: ";", maxSplits: 1).first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
+            $0.trimmingBlanks().lowercased()
         }
         return type?.isEmpty == false ? type : nil
     }
@@ -61,8 +61,8 @@ public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
         guard let contentType = headers["Content-Type"] else { return nil }
         for parameter in contentType.split(separator: ";").dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1)
-            if pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" {
-                return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: " \"")).lowercased()
+            if pair.count == 2, pair[0].trimmingBlanks().lowercased() == "charset" {
+                return pair[1].trimming { $0 == " " || $0 == "\"" }.lowercased()
             }
         }
         return nil
@@ -70,7 +70,7 @@ public struct HTTPResponse: Sendable, Hashable, CustomStringConvertible {
 
     /// Content-Length, or -1 when unknown.
     public var expectedContentLength: Int64 {
-        headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? -1
+        headers["Content-Length"].flatMap { Int64($0.trimmingBlanks()) } ?? -1
     }
 
     /// `headers[name]`, as `HTTPURLResponse` spells it.

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// A session manager for one HTTP API: a base URL, a request serializer, a
 /// response serializer, and one method per verb (AFNetworking's
@@ -180,12 +180,6 @@ public final class HTTPSessionManager: Sendable, CustomStringConvertible {
     public var uploadTasks: [UploadTask] { session.uploadTasks }
     /// The download tasks not yet completed.
     public var downloadTasks: [DownloadTask] { session.downloadTasks }
-
-    /// The upload `Progress` of `task` (see ``SessionManager/uploadProgress(for:)``).
-    public func uploadProgress(for task: TransferTask) -> Progress { session.uploadProgress(for: task) }
-
-    /// The download `Progress` of `task` (see ``SessionManager/downloadProgress(for:)``).
-    public func downloadProgress(for task: TransferTask) -> Progress { session.downloadProgress(for: task) }
 
     /// See ``SessionManager/invalidateSession(cancelPendingTasks:resetSession:)``.
     public func invalidateSession(cancelPendingTasks: Bool, resetSession: Bool = false) {

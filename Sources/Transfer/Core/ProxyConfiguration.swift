@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Which proxy a session's connections go through (``SessionConfiguration/proxy``).
 public enum ProxySetting: Sendable, Hashable {
@@ -93,7 +94,7 @@ public struct ProxyConfiguration: Sendable, Hashable {
         let text = Self.redactingPassword(in: input)
         var rest = Substring(input)
         var kind = Kind.http
-        if let range = rest.range(of: "://") {
+        if let range = rest.firstRange(of: "://") {
             let scheme = rest[..<range.lowerBound].lowercased()
             guard let known = Kind(rawValue: scheme) else {
                 throw TransferError(.invalidRequest, "unsupported proxy scheme \"\(scheme)\" (http, https, socks5, socks5h)")
@@ -110,8 +111,8 @@ public struct ProxyConfiguration: Sendable, Hashable {
             let userInfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
             let parts = userInfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-            let user = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-            let password = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
+            let user = String(parts[0]).percentDecoded ?? String(parts[0])
+            let password = parts.count > 1 ? (String(parts[1]).percentDecoded ?? String(parts[1])) : ""
             credentials = Credentials(user: user, password: password)
         }
         var host = String(rest)
@@ -150,7 +151,7 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// `text`, a proxy URL, with its user info shown as `user:<redacted>@`
     /// (`<redacted>@` when there is no colon: a lone name may be a token).
     static func redactingPassword(in text: String) -> String {
-        let start = text.range(of: "://")?.upperBound ?? text.startIndex
+        let start = text.firstRange(of: "://")?.upperBound ?? text.startIndex
         guard let at = text[start...].lastIndex(of: "@") else { return text }
         let userInfo = text[start..<at]
         let shown = userInfo.firstIndex(of: ":").map { userInfo[..<$0] + ":<redacted>" } ?? "<redacted>"
@@ -163,34 +164,34 @@ public struct ProxyConfiguration: Sendable, Hashable {
     public func validate() throws(TransferError) {
         let bare = Self.bareHost(host)
         guard !bare.isEmpty else { throw TransferError(.invalidRequest, "the proxy host is empty") }
-        let forbidden = CharacterSet.whitespacesAndNewlines.union(.controlCharacters)
-            .union(CharacterSet(charactersIn: "/?#@[]\\,%\""))
+        let forbidden = { (scalar: Unicode.Scalar) in
+            scalar.isBlankOrNewline || scalar.isControlOrFormat || "/?#@[]\\,%\"".unicodeScalars.contains(scalar)
+        }
         let isIPv6 = bare.contains(":")
         if isIPv6 {
             guard bare.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
                 throw TransferError(.invalidRequest, "bad proxy IPv6 address \(host.debugDescription)")
             }
-        } else if bare.unicodeScalars.contains(where: { forbidden.contains($0) }) {
+        } else if bare.unicodeScalars.contains(where: forbidden) {
             throw TransferError(.invalidRequest, "bad proxy host \(host.debugDescription)")
         }
         guard (1...65535).contains(port) else {
             throw TransferError(.invalidRequest, "the proxy port \(port) is not in 1...65535")
         }
         for entry in bypass {
-            let trimmed = entry.trimmingCharacters(in: .whitespaces)
+            let trimmed = entry.trimmingBlanks()
             guard !trimmed.isEmpty else {
                 throw TransferError(.invalidRequest, "an empty entry in the proxy bypass list")
             }
             guard !trimmed.unicodeScalars.contains(where: {
-                CharacterSet.whitespacesAndNewlines.union(.controlCharacters).contains($0) || $0 == ","
+                $0.isBlankOrNewline || $0.isControlOrFormat || $0 == ","
             }) else {
                 throw TransferError(.invalidRequest, "bad proxy bypass entry \(entry.debugDescription)")
             }
         }
         if let credentials {
-            let control = CharacterSet.controlCharacters
-            guard !credentials.user.unicodeScalars.contains(where: { control.contains($0) }),
-                !credentials.password.unicodeScalars.contains(where: { control.contains($0) })
+            guard !credentials.user.unicodeScalars.contains(where: \.isControlOrFormat),
+                !credentials.password.unicodeScalars.contains(where: \.isControlOrFormat)
             else {
                 throw TransferError(.invalidRequest, "proxy credentials with a control character")
             }

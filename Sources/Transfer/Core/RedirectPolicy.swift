@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The one rule for what a request carries across a redirect.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Request {
     /// Header fields whose values are secrets: replaced by `<redacted>` in
@@ -75,6 +75,6 @@ extension Request {
     static func shellQuoted(_ word: String) -> String {
         let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+%@")
         if !word.isEmpty, word.allSatisfy({ safe.contains($0) }) { return word }
-        return "'" + word.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        return "'" + word.replacing("'", with: #"'\''"#) + "'"
     }
 }

@@ -52,7 +52,7 @@ extension DataTask {
         let accept = (currentRequest ?? originalRequest).headers["Accept"]
         guard let accept else { return self }
         let types = accept.split(separator: ",").map {
-            String($0.split(separator: ";", maxSplits: 1)[0]).trimmingCharacters(in: .whitespaces)
+            String($0.split(separator: ";", maxSplits: 1)[0]).trimmingBlanks()
         }.filter { !$0.isEmpty }
         return types.isEmpty ? self : validate(contentType: types)
     }

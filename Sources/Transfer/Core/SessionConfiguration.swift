@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How a ``SessionManager`` connects: timeouts, headers, limits, TLS anchors.
 public struct SessionConfiguration: Sendable, Hashable {

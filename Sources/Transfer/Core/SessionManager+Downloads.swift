@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SessionManager {
     /// A download to `destination` with ``DownloadOptions``: resumable across

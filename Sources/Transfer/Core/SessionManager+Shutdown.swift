@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // Lifecycle in async form: `shutdown()` and `waitUntilInvalid()`
 // (README, "Lifecycle"). Built on invalidation (SessionManager+Invalidation.swift).
@@ -83,7 +84,7 @@ extension SessionManager {
         let engine = self.engine
         let queue = delegateQueue
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
+            detachThread {
                 engine.stop()
                 queue.async { continuation.resume() }
             }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// Creates and manages tasks over one transfer engine: the Linux spelling
@@ -211,17 +212,6 @@ public final class SessionManager: Sendable {
     public var uploadTasks: [UploadTask] { tasks.compactMap { $0 as? UploadTask } }
     /// The download tasks not yet completed.
     public var downloadTasks: [DownloadTask] { tasks.compactMap { $0 as? DownloadTask } }
-
-    /// The upload `Progress` of `task`: cancelling, pausing or resuming it
-    /// acts on the task.
-    public func uploadProgress(for task: TransferTask) -> Progress {
-        task.delegate.progressObjects(for: task).upload
-    }
-
-    /// The download `Progress` of `task` (see ``uploadProgress(for:)``).
-    public func downloadProgress(for task: TransferTask) -> Progress {
-        task.delegate.progressObjects(for: task).download
-    }
 
     func nextIdentifier() -> Int {
         Self.identifiers.add(1, ordering: .relaxed).newValue

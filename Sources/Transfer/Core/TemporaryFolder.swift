@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The session's private folder for part files: `$TMPDIR/transfer-<uid>/`
 /// (`/tmp` without `TMPDIR`), mode 0700, owned by the user.
@@ -65,7 +66,7 @@ enum TemporaryFolder {
     }
 
     private static func realpath(_ path: String) -> String? {
-        guard let resolved = Foundation.realpath(path, nil) else { return nil }
+        guard let resolved = Glibc.realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The one conversion of a time setting (seconds, a `Double`) to the whole
 /// milliseconds the engine and the retry clock take. `Int64(x)` traps on

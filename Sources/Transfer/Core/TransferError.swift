@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The one error type of Transfer. Codes are open (new ones do not break a
 /// `switch` with a default), and the underlying curl, errno, TLS and HTTP

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// An in-memory cache of values with a byte budget and least-recently-used
 /// eviction: AFNetworking's `AFAutoPurgingImageCache` for any value.

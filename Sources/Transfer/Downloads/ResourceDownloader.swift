@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// Fetches many resources through one ``SessionManager``: the engine of
 /// AFNetworking's `AFImageDownloader`, without the images.

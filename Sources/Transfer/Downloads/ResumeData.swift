@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What a cancelled download needs to continue: a documented, versioned
 /// JSON document (format "transfer.resume", version 1).

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What the engine's resume journal says, read back by a later task or
 /// process. The engine owns the format (`ct_journal_format.c`): it writes the

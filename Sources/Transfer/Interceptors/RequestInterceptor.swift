@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Changes a request before each attempt is sent: the first one and every
 /// retry (Alamofire's `RequestAdapter`).

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A retrier with the usual rules: idempotent methods only, transient
 /// failures only, exponential backoff with jitter, `Retry-After` honoured up

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A task's attempts: how many were sent, the metrics of the finished ones,
 /// and what a failed one left. (The interceptor work between two attempts

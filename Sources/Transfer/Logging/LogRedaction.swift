@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// What a session's logger may show of a request, a response or an error:
@@ -123,7 +123,7 @@ public struct LogRedaction: Sendable, Hashable {
     /// - Parameter name: A parameter name, percent-encoded or not.
     /// - Returns: true when the built-in rule or ``queryParameterNames`` covers it.
     public func redactsQueryParameter(named name: String) -> Bool {
-        let decoded = name.removingPercentEncoding ?? name
+        let decoded = name.percentDecoded ?? name
         let whole = Self.normalized(decoded)
         if Self.secretQueryNames.contains(whole) || extraQueryNames.contains(whole) { return true }
         if Self.secretQuerySubstrings.contains(where: { whole.contains($0) }) { return true }
@@ -132,7 +132,7 @@ public struct LogRedaction: Sendable, Hashable {
 
     /// Lowercased, without anything but letters and digits.
     private static func normalized(_ name: String) -> String {
-        String(name.lowercased().unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.map(Character.init))
+        String(name.lowercased().unicodeScalars.filter(\.isAlphanumeric).map(Character.init))
     }
 
     /// The lowercased words of `name`: split at non-alphanumerics and where
@@ -211,7 +211,7 @@ public struct LogRedaction: Sendable, Hashable {
         guard text.contains("://") else { return text }
         var result = ""
         var rest = Substring(text)
-        while let mark = rest.range(of: "://") {
+        while let mark = rest.firstRange(of: "://") {
             result += rest[..<mark.upperBound]
             let after = rest[mark.upperBound...]
             // The authority also ends where another URL's "://" begins
@@ -286,7 +286,7 @@ public struct LogRedaction: Sendable, Hashable {
     /// inner value is shorter than the item, so the recursion ends.
     private func carriesSecret(value: Substring) -> Bool {
         guard value.contains("%") else { return false }
-        let decoded = value.removingPercentEncoding ?? String(value)
+        let decoded = value.percentDecoded ?? String(value)
         guard decoded.contains(where: { $0 == "?" || $0 == "#" || $0 == "@" }) else { return false }
         return redacting(text: decoded) != decoded
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SessionManager {
     /// Adds `monitor`: it receives the events of tasks from now on, on its

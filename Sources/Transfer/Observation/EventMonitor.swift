@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// Receives the lifecycle of every task of a session, on its own queue: the
 /// Linux spelling of Alamofire's `EventMonitor` and OkHttp's `EventListener`.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Sees every request of a session from its creation to its completion, on
 /// every path: ``SessionManager/data(for:)`` on the fast path, the batch

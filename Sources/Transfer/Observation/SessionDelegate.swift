@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One object instead of many closures: the delegate methods of
 /// URLSession/AFURLSessionManager. Every method has a default that does

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Synchronization
 
@@ -262,7 +263,7 @@ final class SessionObservation: Sendable {
         let status = response.map { String($0.statusCode) } ?? "-"
         let received = metrics?.bodyBytesReceived ?? task.countOfBytesReceived
         let sent = metrics?.bodyBytesSent ?? task.countOfBytesSent
-        let seconds = String(format: "%.3f", max(0, metrics?.total ?? 0))
+        let seconds = cFormat("%.3f", max(0, metrics?.total ?? 0))
         meta["transfer.status"] = "\(status)"
         meta["transfer.bytesReceived"] = "\(received)"
         meta["transfer.bytesSent"] = "\(sent)"

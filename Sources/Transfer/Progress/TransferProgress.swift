@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A progress snapshot: a Sendable value, copied out of the engine.
 public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {

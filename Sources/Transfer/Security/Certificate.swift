@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An X.509 certificate, kept as its DER bytes (what AFNetworking's `pinnedCertificates` hold).
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who answers an authentication challenge: the one place the order is
 /// decided. Four parties may answer; the first one set wins, and it alone

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A client certificate for mutual TLS: a PEM certificate file and its PEM private key file.
 ///

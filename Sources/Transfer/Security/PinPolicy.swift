@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 /// Pins for one group of hosts, beyond AFNetworking (HPKP-style, checked in the handshake).
 ///
@@ -125,19 +125,22 @@ public struct PinFailureReport: Sendable, Hashable {
     /// A JSON body in the shape of an HPKP violation report (RFC 7469 §3), for POSTing to a
     /// report URL.
     public func jsonData() -> Data {
-        let formatter = ISO8601DateFormatter()
-        var object: [String: Any] = [
-            "date-time": formatter.string(from: date),
-            "hostname": host,
-            "port": port,
-            "noted-hostname": pattern,
-            "include-subdomains": pattern.hasPrefix("*."),
-            "served-certificate-chain": chain.map(Self.pem),
-            "known-pins": pins.map { "pin-sha256=\"\($0)\"" },
-            "enforced": enforced,
+        // ISO 8601 in UTC, "2026-01-02T03:04:05Z".
+        let format = Date.ISO8601FormatStyle()
+        var object: [String: JSONValue] = [
+            "date-time": .string(date.formatted(format)),
+            "hostname": .string(host),
+            "port": .int(port),
+            "noted-hostname": .string(pattern),
+            "include-subdomains": .bool(pattern.hasPrefix("*.")),
+            "served-certificate-chain": .array(chain.map { .string(Self.pem($0)) }),
+            "known-pins": .array(pins.map { .string("pin-sha256=\"\($0)\"") }),
+            "enforced": .bool(enforced),
         ]
-        if let expiration { object["effective-expiration-date"] = formatter.string(from: expiration) }
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        if let expiration { object["effective-expiration-date"] = .string(expiration.formatted(format)) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(JSONValue.object(object))) ?? Data()
     }
 
     private static func pem(_ certificate: Certificate) -> String {

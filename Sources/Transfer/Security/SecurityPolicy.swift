@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Decides whether a server is trusted: AFNetworking's `AFSecurityPolicy`, evaluated by OpenSSL
 /// in the engine's handshake (so a refused server never receives a request byte).
@@ -62,7 +62,7 @@ public struct SecurityPolicy: Sendable {
             throw TransferError(.fileError, "cannot list \(directory.path): \(error)", url: directory)
         }
         var result = Set<Certificate>()
-        for name in names.sorted() where ["cer", "der", "crt", "pem"].contains((name as NSString).pathExtension.lowercased()) {
+        for name in names.sorted() where ["cer", "der", "crt", "pem"].contains(URL(fileURLWithPath: name).pathExtension.lowercased()) {
             result.formUnion(try Certificate.certificates(contentsOf: directory.appendingPathComponent(name)))
         }
         return result

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a server presented: its certificate chain and the host it was reached as.
 ///

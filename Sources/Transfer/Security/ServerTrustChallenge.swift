@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The answer to a server-trust challenge (AFNetworking's `NSURLSessionAuthChallengeDisposition`
 /// for `NSURLAuthenticationMethodServerTrust`).

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 // The session's side of server trust: the policy it installs in the engine,
 // failing closed on an invalid one, pin reports, and the server-trust
@@ -200,7 +200,7 @@ private final class ReportLimiter: Sendable {
 /// real answer counts; `.deferred` is not one.
 /// @unchecked Sendable: `value` is guarded by `condition`.
 private final class ChallengeAnswerBox: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var value: ChallengeAnswer?
 
     func set(_ answer: ChallengeAnswer) {
@@ -214,7 +214,7 @@ private final class ChallengeAnswerBox: @unchecked Sendable {
 
     /// The answer, or nil when none came within `timeout` seconds.
     func wait(timeout: TimeInterval) -> ChallengeAnswer? {
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = ConditionLock.deadline(after: timeout)
         return condition.withLock {
             while value == nil {
                 if !condition.wait(until: deadline) { break }

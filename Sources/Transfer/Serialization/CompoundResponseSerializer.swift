@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Tries several serializers in order; the first that succeeds with a
 /// non-nil value wins (AFNetworking's `AFCompoundResponseSerializer`).

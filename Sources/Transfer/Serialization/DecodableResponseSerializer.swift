@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Validates a JSON response and decodes it as `Value` with a `JSONDecoder`.
 ///

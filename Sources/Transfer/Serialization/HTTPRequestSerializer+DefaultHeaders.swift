@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
     import Glibc
@@ -45,7 +45,7 @@ extension HTTPRequestSerializer {
         if let at = name.firstIndex(of: "@") { name = name[..<at] }
         if let dot = name.firstIndex(of: ".") { name = name[..<dot] }
         guard !name.isEmpty, name != "C", name != "POSIX" else { return nil }
-        let tag = name.replacingOccurrences(of: "_", with: "-")
+        let tag = String(name.replacing("_", with: "-"))
         // A header value: keep only what a language tag may contain.
         guard tag.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || ($0 < 0x80 && isalnum(Int32($0)) != 0) }) else {
             return nil

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension JSONValue {
     /// The JSON value of any `Encodable`, so that typed parameters can go

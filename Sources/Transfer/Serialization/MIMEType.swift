@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// MIME types by file name extension, for multipart file parts
 /// (AFNetworking asks the system's UTType database; Linux has none we can

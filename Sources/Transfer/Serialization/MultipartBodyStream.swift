@@ -121,7 +121,7 @@ public final class MultipartBodyStream: InputStream {
         }
         if index == segments.count { status = .atEnd }
         if let throttle, throttle.delay > 0, total > 0 {
-            Thread.sleep(forTimeInterval: throttle.delay)
+            usleep(useconds_t(max(0, min(throttle.delay, 3600)) * 1_000_000))
         }
         return total
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Form and query-string encoding with AFNetworking's rules
 /// (`AFQueryStringFromParameters`, `AFPercentEscapedStringFromString`).

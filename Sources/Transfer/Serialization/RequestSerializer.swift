@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Turns a request and its parameters into the request to send
@@ -229,7 +230,7 @@ open class HTTPRequestSerializer: RequestSerializer, @unchecked Sendable {
     /// URL for the methods that encode parameters there (as this class
     /// does), otherwise the default headers, then `encode(parameters)` as the
     /// body with `contentType` unless the request names one.
-    func request(_ request: Request, parameters: JSONValue?, contentType: String,
+    package func request(_ request: Request, parameters: JSONValue?, contentType: String,
                  encode: (JSONValue) throws(TransferError) -> Data) throws(TransferError) -> Request
     {
         let configuration = configuration

@@ -58,7 +58,7 @@ extension ResponseSerializer {
     /// The common start of `serialize`: rethrows a transfer error, throws a
     /// content-type failure, and returns a status-code failure for the caller
     /// to throw after (optionally) parsing the body to chain a parse error.
-    func preflight(response: HTTPResponse?, data: Data?, error: TransferError?) throws(TransferError)
+    package func preflight(response: HTTPResponse?, data: Data?, error: TransferError?) throws(TransferError)
         -> TransferError?
     {
         if let error { throw ResponseValidation.attaching(response: response, data: data, to: error) }
@@ -180,7 +180,7 @@ public enum ResponseValidation {
     }
 
     /// A ``TransferError/Code/serializationFailed`` error with the parser's reason.
-    static func serializationError(
+    package static func serializationError(
         _ what: String, reason: any Error, response: HTTPResponse?, data: Data?
     ) -> TransferError {
         makeSerializationError("\(what): \(reason)", underlying: reason, response: response, data: data)
@@ -263,7 +263,7 @@ extension TransferError {
     /// This error with `error` appended at the end of its underlying chain
     /// (through nested ``TransferError``s; a foreign underlying error ends the
     /// chain and is kept, `error` then goes nowhere).
-    func chaining(_ error: TransferError) -> TransferError {
+    package func chaining(_ error: TransferError) -> TransferError {
         var result = self
         if let underlying = result.underlyingError {
             guard let nested = underlying as? TransferError else { return result }

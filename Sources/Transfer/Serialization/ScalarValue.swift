@@ -1,23 +1,23 @@
 /// A string, boolean or number out of a decoded document (``JSONValue``,
-/// ``PropertyListValue``): the one place their typed accessors convert.
-enum ScalarValue {
+/// `PropertyListValue` in TransferFoundation): the one place their typed accessors convert.
+package enum ScalarValue {
     case bool(Bool)
     case int(Int)
     case double(Double)
     case string(String)
 
-    var string: String? {
+    package var string: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
-    var bool: Bool? {
+    package var bool: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
     /// An integer; a double converts when it is integral and in range.
-    var int: Int? {
+    package var int: Int? {
         switch self {
         case .int(let value): return value
         case .double(let value): return Int(exactly: value)
@@ -26,7 +26,7 @@ enum ScalarValue {
     }
 
     /// A number; integers convert.
-    var double: Double? {
+    package var double: Double? {
         switch self {
         case .int(let value): return Double(value)
         case .double(let value): return value

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Validates a response and decodes its body as text, in the charset of its
 /// Content-Type (UTF-8 when none is named). An empty body is "".

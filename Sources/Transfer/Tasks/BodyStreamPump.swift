@@ -23,7 +23,7 @@ final class BodyStreamPump: @unchecked Sendable {
     /// One read from the stream.
     static let chunkSize = 64 << 10
 
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var bytes: [UInt8] = []
     private var head = 0
     private var ended = false
@@ -122,11 +122,9 @@ final class BodyStreamPump: @unchecked Sendable {
     }
 
     private func startReader(generation: Int, open: @escaping @Sendable () -> InputStream?) {
-        let thread = Thread { [self] in
+        detachThread { [self] in
             pump(generation: generation, open: open)
         }
-        thread.name = "transfer.body-stream"
-        thread.start()
     }
 
     /// Reader thread: fills the buffer from the stream until its end, an error,

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How a download to a fixed destination behaves beyond the defaults.
 ///

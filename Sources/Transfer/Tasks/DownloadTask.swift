@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A task whose body goes straight to disk from the engine: no body byte
@@ -308,8 +309,8 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
 /// Moving downloads into place.
 enum FileMover {
     static func ensureDirectory(_ directory: URL) throws(TransferError) {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue {
+        var isDirectory = false
+        if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory {
             return
         }
         do {

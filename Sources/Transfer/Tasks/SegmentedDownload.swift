@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// One file downloaded over several connections with `Range` requests,
@@ -588,7 +589,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         for index in 0..<segmentCount { unlink(journalPath(index)) }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ bytes: [UInt8]) -> String { lowerHex(bytes) }
 
     private func complete(url: URL?, error: TransferError?) {
         let claimed = parts.withLock { core -> (Result<URL, TransferError>, [(DispatchQueue, @Sendable (TaskState) -> Void)],
@@ -701,7 +702,8 @@ enum DurableFile {
     }
 
     static func syncDirectory(of path: String) {
-        let directory = (path as NSString).deletingLastPathComponent
+        // The path up to its last slash ("/" for a file at the root, "" for a bare name).
+        let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? ""
         let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         _ = fsync(fd)

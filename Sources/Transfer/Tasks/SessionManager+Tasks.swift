@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // The task factories: AFURLSessionManager's data, upload and download task
 // calls, and the internal makers the other APIs build on.

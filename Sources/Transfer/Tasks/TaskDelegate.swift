@@ -1,14 +1,14 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The per-task companion of AFURLSessionManagerTaskDelegate: the progress
-/// closures, the Foundation `Progress` objects and the completion given at
-/// creation. Immutable but for the lazily made `Progress` objects.
-final class TaskDelegate: Sendable {
+/// closures, the progress mirror (TransferFoundation's `Progress` objects) and
+/// the completion given at creation. Immutable but for the lazily made mirror.
+package final class TaskDelegate: Sendable {
     let uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
     let downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
-    private let progressObjects = Protected<ProgressPair?>(nil)
+    private let progressMirror = Protected<(any TaskProgressMirror)?>(nil)
     private let listening: Atomic<Bool>
 
     init(uploadProgress: (@Sendable (TransferProgress) -> Void)?,
@@ -19,21 +19,21 @@ final class TaskDelegate: Sendable {
         listening = Atomic(uploadProgress != nil || downloadProgress != nil)
     }
 
-    /// True when someone wants progress (closures or Progress objects).
+    /// True when someone wants progress (closures or a mirror).
     var hasProgressListeners: Bool { listening.load(ordering: .relaxed) }
 
-    /// The Foundation Progress pair, made on first use and wired to the task:
-    /// cancelling, pausing or resuming a Progress cancels, suspends or
-    /// resumes the task (seed 001 §1.4).
-    func progressObjects(for task: TransferTask) -> ProgressPair {
-        let pair = progressObjects.withLock { pair -> ProgressPair in
-            if let pair { return pair }
-            let made = ProgressPair(task: task)
-            pair = made
+    /// The task's progress mirror, made by `make` on first use (one per task:
+    /// every later call returns the first one; a package has one mirror type).
+    package func progressMirror<Mirror: TaskProgressMirror>(make: () -> Mirror) -> Mirror {
+        let mirror = progressMirror.withLock { mirror -> any TaskProgressMirror in
+            if let mirror { return mirror }
+            let made = make()
+            mirror = made
             return made
         }
         listening.store(true, ordering: .relaxed)
-        return pair
+        // Only TransferFoundation makes mirrors, all of one type.
+        return mirror as! Mirror
     }
 
     /// The counts last handed to each closure: a direction whose counts did
@@ -42,8 +42,8 @@ final class TaskDelegate: Sendable {
 
     /// On the delegate queue.
     func progressDidChange(task: TransferTask, upload: TransferProgress, download: TransferProgress) {
-        if let pair = progressObjects.withLock({ $0 }) {
-            pair.update(upload: upload, download: download)
+        if let mirror = progressMirror.withLock({ $0 }) {
+            mirror.update(upload: upload, download: download)
         }
         let (newUpload, newDownload) = lastDelivered.withLock { last -> (Bool, Bool) in
             let up = [upload.completedUnitCount, upload.totalUnitCount]
@@ -58,31 +58,10 @@ final class TaskDelegate: Sendable {
     }
 }
 
-/// Foundation `Progress` objects of one task.
-///
-/// @unchecked Sendable: `Progress` is thread-safe in Foundation (its unit
-/// counts and handlers are guarded by its own lock); the references never change.
-final class ProgressPair: @unchecked Sendable {
-    let upload: Progress
-    let download: Progress
-
-    init(task: TransferTask) {
-        upload = Progress(parent: nil, userInfo: nil)
-        download = Progress(parent: nil, userInfo: nil)
-        for progress in [upload, download] {
-            progress.totalUnitCount = -1
-            progress.isCancellable = true
-            progress.isPausable = true
-            progress.cancellationHandler = { [weak task] in task?.cancel() }
-            progress.pausingHandler = { [weak task] in task?.suspend() }
-            progress.resumingHandler = { [weak task] in task?.resume() }
-        }
-    }
-
-    func update(upload u: TransferProgress, download d: TransferProgress) {
-        upload.totalUnitCount = u.totalUnitCount
-        upload.completedUnitCount = u.completedUnitCount
-        download.totalUnitCount = d.totalUnitCount
-        download.completedUnitCount = d.completedUnitCount
-    }
+/// A copy of a task's progress kept by another module of the package:
+/// TransferFoundation's pair of Foundation `Progress` objects. The core knows
+/// only this protocol, so that it needs no Foundation `Progress`.
+package protocol TaskProgressMirror: AnyObject, Sendable {
+    /// On the delegate queue, with the task's latest counts.
+    func update(upload: TransferProgress, download: TransferProgress)
 }

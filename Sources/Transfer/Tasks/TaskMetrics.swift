@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Timing and wire facts of one task, in the shape of URLSessionTaskMetrics.
 /// Times are seconds from the moment the task was handed to the engine; a

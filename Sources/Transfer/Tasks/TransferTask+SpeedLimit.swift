@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A bandwidth limit in bytes per second for each direction (0: unlimited).
 struct SpeedLimit: Sendable, Hashable {

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A transfer run by a ``SessionManager``: the Linux spelling of
@@ -22,7 +23,7 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
     /// took a data task's transfer over shares the data task's block.
     let counterBlock: CounterBlock
     let core: Protected<Core>
-    let delegate: TaskDelegate
+    package let delegate: TaskDelegate
     /// Attempts sent and interceptor work between them (TransferTask+Attempts).
     let attempts = AttemptLedger()
 

@@ -1,4 +1,5 @@
 import Foundation
+import Transfer
 
 #if canImport(FoundationXML)
     import FoundationXML

@@ -1,4 +1,5 @@
 import Foundation
+import Transfer
 import Synchronization
 
 /// Encodes parameters as a property-list body with Content-Type

@@ -1,4 +1,5 @@
 import Foundation
+import Transfer
 
 /// A property-list value: what ``PropertyListResponseSerializer`` returns.
 /// Unlike JSON, a property list has dates and raw data, and no null.
