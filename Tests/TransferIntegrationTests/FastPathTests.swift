@@ -156,6 +156,43 @@ struct FastPathTests {
         await #expect(throws: TransferError.self) { try await session.data(for: Request(url: server.url("/bytes/1"))) }
     }
 
+    @Test("an observer of the completion notification, with no opt-in, hears requests that stay on the fast path")
+    func plainObserverHearsFastPath() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let single = server.url("/bytes/100?seed=11")
+        let batched = (0..<3).map { server.url("/bytes/\(10 + $0)?seed=12") }
+        let heard = Locked<[(url: URL, status: Int?, metrics: Bool, object: Bool)]>([])
+        // Registered with NotificationCenter directly: no TransferNotifications call
+        let observer = NotificationCenter.default.addObserver(forName: .transferTaskDidComplete, object: nil,
+                                                              queue: nil) { note in
+            guard let request = note.userInfo?[TransferNotificationKey.request] as? Request,
+                request.url == single || batched.contains(request.url)
+            else { return }
+            let response = note.userInfo?[TransferNotificationKey.response] as? HTTPResponse
+            heard.withLock {
+                $0.append((request.url, response?.statusCode, note.userInfo?[TransferNotificationKey.metrics] is TaskMetrics,
+                           note.object != nil))
+            }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+
+        #expect(session.takesFastPath(Request(url: single)))
+        let (data, _) = try await session.data(for: Request(url: single))
+        let results = await session.data(for: batched.map { Request(url: $0) })
+
+        #expect(data.count == 100)
+        #expect(results.allSatisfy { (try? $0.get()) != nil })
+        try await Wait.until("a completion for each request", timeout: .seconds(10)) { heard.withLock { $0.count } == 4 }
+        let seen = heard.withLock { $0 }
+        #expect(Set(seen.map(\.url)) == Set([single] + batched))
+        #expect(seen.allSatisfy { $0.status == 200 && $0.metrics && !$0.object })
+        // Still the fast path: nothing opted in
+        #expect(session.usesFastPath)
+    }
+
     @Test("a notification observer switches requests back to the task path and hears them")
     func notificationObserverSeesRequests() async throws {
         let server = try await TestServer.start()

@@ -188,7 +188,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             if error.response == nil { error.response = response }
             value = .failure(error)
         }
-        let wantsCompletion = session.observation.wantsCompletions
+        let wantsCompletion = session.observation.wantsCompletions || TransferNotifications.postsTasklessCompletions
         let observed = !observers.isEmpty
         let metrics = run?.options.collectsMetrics == true || wantsCompletion || observed ? result.metrics : nil
         outcome = BatchResult(index: index, result: value, metrics: run?.options.collectsMetrics == true ? metrics : nil,

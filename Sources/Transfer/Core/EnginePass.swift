@@ -38,16 +38,23 @@ final class EnginePass: @unchecked Sendable {
                 }
             }
             if !singles.isEmpty { registry.remove(singles) }
-            // Event monitors that want completions: one hand-over per pass,
-            // before the callers go on.
-            if let observation = done.first?.session.observation, observation.wantsCompletions {
-                var completions: [CompletedRequest] = []
-                completions.reserveCapacity(done.count)
-                for request in done {
-                    if let completion = request.completion { completions.append(completion) }
-                    request.completion = nil
+            // Event monitors that want completions and the completion
+            // notification: one hand-over each per pass, before the callers go on.
+            if let session = done.first?.session {
+                let monitors = session.observation.wantsCompletions
+                let notifies = TransferNotifications.postsTasklessCompletions
+                if monitors || notifies {
+                    var completions: [CompletedRequest] = []
+                    completions.reserveCapacity(done.count)
+                    for request in done {
+                        if let completion = request.completion { completions.append(completion) }
+                        request.completion = nil
+                    }
+                    if monitors { session.observation.requestsDidComplete(completions) }
+                    if notifies && !completions.isEmpty {
+                        TransferNotifications.postCompletions(completions, on: session.delegateQueue)
+                    }
                 }
-                observation.requestsDidComplete(completions)
             }
             for request in done where request.run == nil { request.resumeCaller() }
             for run in runs.values { run.passDidEnd() }

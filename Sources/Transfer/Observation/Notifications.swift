@@ -6,7 +6,12 @@ extension Notification.Name {
     /// A task was suspended (object: the task).
     public static let transferTaskDidSuspend = Notification.Name("transfer.task.didSuspend")
     /// A task completed (object: the task; userInfo: see ``TransferNotificationKey``).
-    public static let transferTaskDidComplete = Notification.Name("transfer.task.didComplete")
+    /// A request of ``SessionManager/data(for:)`` or of the batch API that ran
+    /// without a task posts it too, with no object (see ``TransferNotifications``).
+    ///
+    /// The first use of this name by an observer is what makes those requests
+    /// post: until then the fast path pays one atomic load for it.
+    public static let transferTaskDidComplete = TransferNotifications.referenced(TransferNotifications.didComplete)
     /// A session was invalidated (object: the session manager).
     public static let transferSessionDidInvalidate = Notification.Name("transfer.session.didInvalidate")
     /// A download was moved to its destination (object: the task).
@@ -32,4 +37,7 @@ public enum TransferNotificationKey {
     public static let metrics = "transfer.complete.metrics"
     /// The ``HTTPResponse``.
     public static let response = "transfer.complete.response"
+    /// The ``Request`` as sent: set on the completions of requests that ran
+    /// without a task (the notification has no object then).
+    public static let request = "transfer.complete.request"
 }

@@ -41,7 +41,7 @@ extension SessionManager {
                 }
             }
             // As AF: posted after the completion handler was queued.
-            postNotification(.transferTaskDidComplete, task: task, userInfo: userInfo)
+            postNotification(TransferNotifications.didComplete, task: task, userInfo: userInfo)
         }
         waiter?.taskDidComplete(task, error: error)
     }

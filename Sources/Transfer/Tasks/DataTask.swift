@@ -317,7 +317,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
             if case .success(let value?) = result { userInfo[TransferNotificationKey.serializedResponse] = value }
             if let handler { session.runCompletion { handler(self, result) } }
             // As AF: posted after the completion handlers were queued.
-            session.postNotification(.transferTaskDidComplete, task: self, userInfo: userInfo, fromAnyQueue: true)
+            session.postNotification(TransferNotifications.didComplete, task: self, userInfo: userInfo, fromAnyQueue: true)
             waiter?.taskDidComplete(self, error: error)
         }
     }

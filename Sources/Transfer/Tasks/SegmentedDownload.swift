@@ -626,7 +626,7 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         case .success(let url): userInfo[TransferNotificationKey.assetPath] = url
         case .failure(let error): userInfo[TransferNotificationKey.error] = error
         }
-        session.postNotification(.transferTaskDidComplete, task: self, userInfo: userInfo)
+        session.postNotification(TransferNotifications.didComplete, task: self, userInfo: userInfo)
         if let completionHandler {
             let fileURL = try? result.get()
             let error: TransferError? = if case .failure(let e) = result { e } else { nil }
