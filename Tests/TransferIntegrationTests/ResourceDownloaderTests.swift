@@ -91,8 +91,9 @@ struct ResourceDownloaderTests {
         server.openGate("a")
         try await results.waitFor(4)
 
-        // ...then the queue is served in the chosen order, at the server as well.
-        #expect(results.tags == expected)
+        // ...then the queue is served in the chosen order: the order requests reach the server (the
+        // completion handlers run on a concurrent queue, so the order they run in proves nothing).
+        #expect(Set(results.tags) == Set(expected))
         let served = server.requests.map { request -> String in
             request.path.hasPrefix("/hold") ? "A" : String(request.target.suffix(1))
         }
