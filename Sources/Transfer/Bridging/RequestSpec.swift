@@ -244,7 +244,7 @@ extension SessionManager {
         // NaN a typed error, never a trapping Int64(_:) (Core/TimeLimit.swift).
         switch try TimeLimit.limit(configuration.connectTimeout, setting: "connectTimeout") {
         case .off: spec.raw.connect_timeout_ms = 0   // the engine's default
-        case .unlimited: spec.raw.connect_timeout_ms = Int64(TimeLimit.maximumSeconds * 1000)
+        case .unlimited: spec.raw.connect_timeout_ms = TimeLimit.maximumMilliseconds
         case .milliseconds(let ms): spec.raw.connect_timeout_ms = ms
         }
         spec.raw.timeout_ms = try TimeLimit.engineMilliseconds(configuration.timeoutIntervalForResource,

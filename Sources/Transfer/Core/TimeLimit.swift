@@ -10,6 +10,8 @@ enum TimeLimit {
     /// Longer than this (about 31 years) is no limit in practice; values
     /// past it are taken as unlimited so that no later sum overflows.
     static let maximumSeconds: Double = 1e9
+    /// ``maximumSeconds`` in milliseconds, for the engine's fields.
+    static let maximumMilliseconds: Int64 = 1_000_000_000_000
 
     /// What a time setting means.
     enum Limit: Equatable {
