@@ -802,11 +802,11 @@ extension SegmentedDownload {
     /// span, a metric per request) and `.completion` event monitors. Made
     /// only when someone observes requests; completed once, from any thread.
     final class WireRequest: @unchecked Sendable {
-        // @unchecked Sendable: immutable but for `done`, under the lock.
+        // @unchecked Sendable: immutable but for `done`, which is atomic.
         private let request: Request
         private let observers: [any RequestObserver]
         private let download: SegmentedDownload
-        private let done = Protected(false)
+        private let done = Atomic<Bool>(false)
 
         private init(request: Request, observers: [any RequestObserver], download: SegmentedDownload) {
             self.request = request
@@ -823,7 +823,7 @@ extension SegmentedDownload {
         }
 
         func complete(response: HTTPResponse?, metrics: TaskMetrics?, error: TransferError?) {
-            guard done.withLock({ done in defer { done = true }; return !done }) else { return }
+            guard !done.exchange(true, ordering: .acquiringAndReleasing) else { return }
             let completed = CompletedRequest(request: request, response: response, metrics: metrics, error: error,
                                              taskIdentifier: download.taskIdentifier)
             for observer in observers { observer.requestDidComplete(completed) }
