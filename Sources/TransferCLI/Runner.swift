@@ -120,7 +120,10 @@ final class Runner: Sendable {
         interrupts.uninstall()
         scratch.remove()
         if let session {
-            session.finishTasksAndInvalidate()
+            // Every job has ended: the shutdown returns once the session is
+            // invalid and its engine released (connections closed, their TLS
+            // contexts freed), so nothing of the engine is alive at exit.
+            try? await session.shutdown()
             // Let events already queued for finished tasks run, so nothing
             // holds a task when the process exits.
             session.delegateQueue.sync {}
