@@ -23,7 +23,9 @@ echo "== build + test"
 swift build --build-tests
 swift test --skip-build --no-parallel 2>&1 | tee .build/test.log | tail -n 40
 # swift test exits non-zero on failure; tee hides that, so check the log.
-grep -qE "Test run with .* passed|Executed .* with 0 failures" .build/test.log || { echo "tests failed" >&2; exit 1; }
+grep -qE "Test run with .* passed|Executed .* with 0 failures" .build/test.log || {
+    grep -nE "^✘ |recorded an issue|: error: " .build/test.log | head -n 60 >&2 || true
+    echo "tests failed" >&2; exit 1; }
 scripts/fuzz.sh 20   # every libFuzzer target 20 s (Tests/Fuzz); skips itself, loudly, without clang
 
 echo "== docs: a doc comment on every public declaration, the man page, then the DocC build"
@@ -53,7 +55,13 @@ sanitized_run() {
         awk '/^◇ Test /{t=$0} /^(WARNING|ERROR): (Thread|Address|Leak)Sanitizer/{n=60; print "-- while " t} n>0{print; n--}' "$log" | head -n 400 >&2
         exit 1
     fi
-    [ "$status" -eq 0 ] && grep -qE "Test run with .* passed" "$log" || { echo "tests under $name failed (exit $status)" >&2; exit 1; }
+    if [ "$status" -ne 0 ] || ! grep -qE "Test run with .* passed" "$log"; then
+        # The failing tests and their recorded issues, which the tail above may not reach.
+        echo "== $name failures (from $log):" >&2
+        grep -nE "^✘ |recorded an issue|: error: " "$log" | head -n 60 >&2 || true
+        echo "tests under $name failed (exit $status)" >&2
+        exit 1
+    fi
 }
 
 if [ "$quick" -eq 0 ]; then
