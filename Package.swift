@@ -76,7 +76,7 @@ let package = Package(
         .executableTarget(
             name: "TransferCLI",
             dependencies: [
-                "Transfer", "TransferFoundation", "TransferTerminal",
+                "Transfer", "TransferTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

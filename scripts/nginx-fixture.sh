@@ -74,6 +74,8 @@ http {
     text/plain txt;
     application/json json;
     text/html html;
+    application/xml xml;
+    application/x-plist plist;
   }
   sendfile on;
   tcp_nopush on;

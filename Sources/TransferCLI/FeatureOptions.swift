@@ -1,6 +1,5 @@
 import Foundation
 import Transfer
-import TransferFoundation
 
 /// The flags that map onto the library's feature APIs (downloads,
 /// security, serialization), parsed and validated in one value the runner
@@ -164,14 +163,18 @@ struct FeatureOptions: Sendable {
                     throw TransferError(.serializationFailed, "cannot re-encode the JSON value: \(error)")
                 }
             case .xml:
-                var check = XMLDocumentResponseSerializer()
+                var check = HTTPResponseSerializer(acceptableContentTypes: BodyCheck.xmlContentTypes)
                 check.acceptableStatusCodes = anyStatus
-                _ = try check.serialize(response: response, data: body, error: nil)
+                try BodyCheck.run(check, response: response, body: body, what: "the body is not well-formed XML") {
+                    try XMLWellFormedness.check($0)
+                }
                 return nil
             case .plist:
-                var check = PropertyListResponseSerializer()
+                var check = HTTPResponseSerializer(acceptableContentTypes: BodyCheck.propertyListContentTypes)
                 check.acceptableStatusCodes = anyStatus
-                _ = try check.serialize(response: response, data: body, error: nil)
+                try BodyCheck.run(
+                    check, response: response, body: body, what: "the body is not a valid property list",
+                    parse: BodyCheck.parsePropertyList)
                 return nil
             case .text:
                 var check = StringResponseSerializer()
