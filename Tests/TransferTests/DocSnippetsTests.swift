@@ -375,7 +375,7 @@ token.cancel()
 }
 
 private func cookbook17() async throws {
-let monitor = ActivityMonitor()              // counts the tasks of NotificationCenter.default
+let monitor = ActivityMonitor()              // counts every task of the process
 monitor.onChange = { active in print(active ? "network busy" : "network idle") }
 monitor.incrementActivityCount()            // count work of your own, too
 monitor.decrementActivityCount()

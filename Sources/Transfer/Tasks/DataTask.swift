@@ -302,7 +302,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
         session.runSerialization { [self] in
             let serializer = makeSerializer?() ?? session.responseSerializer
             var userInfo = info.value
-            userInfo[TransferNotificationKey.responseSerializer] = serializer
+            userInfo[TransferEventKey.responseSerializer] = serializer
             let result: Result<(any Sendable)?, TransferError>
             if let error {
                 result = .failure(ResponseValidation.attaching(response: response, data: resultData, to: error))
@@ -311,13 +311,13 @@ public class DataTask: TransferTask, @unchecked Sendable {
                     result = .success(try serializer.serializedValue(response: response, data: resultData, error: nil))
                 } catch {
                     result = .failure(error)
-                    userInfo[TransferNotificationKey.error] = error
+                    userInfo[TransferEventKey.error] = error
                 }
             }
-            if case .success(let value?) = result { userInfo[TransferNotificationKey.serializedResponse] = value }
+            if case .success(let value?) = result { userInfo[TransferEventKey.serializedResponse] = value }
             if let handler { session.runCompletion { handler(self, result) } }
             // As AF: posted after the completion handlers were queued.
-            session.postNotification(TransferNotifications.didComplete, task: self, userInfo: userInfo, fromAnyQueue: true)
+            session.postNotification(.taskDidComplete, task: self, userInfo: userInfo, fromAnyQueue: true)
             waiter?.taskDidComplete(self, error: error)
         }
     }
