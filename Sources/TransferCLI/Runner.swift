@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import Transfer
+import TransferFoundation
 
 /// Runs the jobs of a plan with bounded concurrency and turns their
 /// outcomes into output files, stdout, metrics, failure lines and an exit code.

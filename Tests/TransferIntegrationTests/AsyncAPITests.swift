@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TestSupport
+import TransferFoundation
 @testable import Transfer
 
 /// `/echo`'s answer, the fields these tests read.

@@ -726,7 +726,9 @@ let form = try HTTPRequestSerializer().multipartFormRequest(
 session.uploadTask(withStreamedRequest: form).resume()
 
 var ingest = try Request("https://example.com/ingest", method: .post)
-ingest.body = .stream(BodyStreamProvider { InputStream(fileAtPath: "/srv/events.ndjson") }, length: nil)
+ingest.body = .stream(BodyStreamProvider(source: {
+    FileBodySource(fileURL: URL(fileURLWithPath: "/srv/events.ndjson"))
+}), length: nil)
 session.uploadTask(withStreamedRequest: ingest).resume()
 }
 
