@@ -194,6 +194,11 @@ let (data, _) = try await session.data(for: request)
 print(data.count)
 }
 
+private func migrating16() async throws {
+var serializer = StringResponseSerializer()
+serializer.acceptableStatusCodes = StatusCodeSet(200..<300).union([404])
+}
+
 private func cookbook1() async throws {
 let certificates = try Certificate.certificates(contentsOf: URL(fileURLWithPath: "/etc/myapp/server.pem"))
 for certificate in certificates {
@@ -777,6 +782,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 70)
+        #expect(count == 71)
     }
 }
