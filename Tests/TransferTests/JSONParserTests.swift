@@ -58,10 +58,12 @@ struct JSONParserTests {
         #expect(try parse("\"text\"") == "text")
     }
 
-    @Test("JSON5 and a top-level dictionary go through JSONDecoder")
+    @Test("a top-level dictionary may be assumed; JSON5 goes through JSONDecoder")
     func decoderOptions() throws {
         #expect(try parse("{a: 1, // note\n b: [2,],}", [.json5Allowed]) == ["a": 1, "b": [2]])
         #expect(try parse("\"a\": 1, \"b\": 1.5", [.topLevelDictionaryAssumed]) == ["a": 1, "b": 1.5])
+        #expect(try parse(" {\"a\": [1]}", [.topLevelDictionaryAssumed]) == ["a": [1]])
+        #expect(throws: JSONParseError.self) { try parse("\"a\": 1,", [.topLevelDictionaryAssumed]) }
         #expect(throws: (any Error).self) { try parse("7", [.json5Allowed]) }
     }
 

@@ -56,15 +56,24 @@ public struct JSONResponseSerializer: ResponseSerializer {
     ///
     /// Strict RFC 8259 by default (the core's own parser): an integer that
     /// fits an `Int` is ``JSONValue/int(_:)``, any other number a
-    /// ``JSONValue/double(_:)``. With `.json5Allowed` or
-    /// `.topLevelDictionaryAssumed` the text goes through `JSONDecoder`
-    /// with those options instead.
+    /// ``JSONValue/double(_:)``. `.topLevelDictionaryAssumed` reads a text
+    /// that does not start with `{` as the members of an object. With
+    /// `.json5Allowed` the text goes through `JSONDecoder` instead.
     ///
     /// - Throws: ``JSONParseError`` (or the decoder's error) for text that is
     ///   not JSON, or a top-level scalar without `.fragmentsAllowed`.
     public static func parse(_ data: Data, options: JSONReadingOptions = []) throws -> JSONValue {
         let fragments = options.contains(.fragmentsAllowed)
-        guard options.contains(.json5Allowed) || options.contains(.topLevelDictionaryAssumed) else {
+        guard options.contains(.json5Allowed) else {
+            let blanks: Set<UInt8> = [0x20, 0x0A, 0x0D, 0x09]
+            if options.contains(.topLevelDictionaryAssumed),
+                data.first(where: { !blanks.contains($0) }) != UInt8(ascii: "{")
+            {
+                var members = Data("{".utf8)
+                members.append(data)
+                members.append(UInt8(ascii: "}"))
+                return try JSONParser.parse(members, fragmentsAllowed: false)
+            }
             return try JSONParser.parse(data, fragmentsAllowed: fragments)
         }
         let decoder = JSONDecoder()
