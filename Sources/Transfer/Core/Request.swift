@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// An HTTP method; any token is allowed, the common ones have names.

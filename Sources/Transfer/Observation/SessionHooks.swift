@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a data task does after its response head arrived
 /// (NSURLSessionResponseDisposition).
