@@ -125,7 +125,9 @@ let package = Package(
             ]),
         // Proves the test fixtures themselves (servers, nginx, certificates), not the library.
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "TransferTerminalTests", dependencies: ["TransferTerminal", "Transfer", "TestSupport"]),
+        .testTarget(
+            name: "TransferTerminalTests",
+            dependencies: ["TransferTerminal", "Transfer", "TransferFoundation", "TestSupport"]),
         // SessionService in a real ServiceGroup, over loopback sockets.
         .testTarget(
             name: "TransferServiceLifecycleTests",

@@ -1,2 +1,2 @@
-@_exported import struct Foundation.URL
-@_exported import struct Foundation.Data
+@_exported import struct FoundationEssentials.URL
+@_exported import struct FoundationEssentials.Data

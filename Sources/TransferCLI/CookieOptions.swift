@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// `-b/--cookie` and `-c/--cookie-jar`, with curl's meaning:

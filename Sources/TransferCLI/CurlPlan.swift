@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// What curl's options (``CurlOptions``) add to a run, validated.
@@ -25,6 +27,18 @@ struct CurlSettings: Sendable {
 
 /// How curl's options become headers, bodies and session settings.
 enum CurlPlan {
+    /// `text` with each `[...]` (a bracketed IPv6 address) replaced by `A`;
+    /// an unclosed `[` is kept as it is.
+    static func replacingBracketed(_ text: String) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "["), let close = rest[open...].firstIndex(of: "]") {
+            out += rest[..<open] + "A"
+            rest = rest[rest.index(after: close)...]
+        }
+        return out + rest
+    }
+
     /// The default User-Agent: `transfer/<version>`.
     static var userAgent: String { "transfer/\(TransferVersion.library)" }
 
@@ -82,7 +96,7 @@ enum CurlPlan {
             }
             let text = String(decoding: try read(String(value.dropFirst()), flag: "-H"), as: UTF8.self)
             lines += text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).map(String.init)
-                .filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+                .filter { !$0.trimmingWhitespace().isEmpty }
         }
         return lines
     }
@@ -135,31 +149,11 @@ enum CurlPlan {
     }
 
     /// RFC 9110's IMF-fixdate.
-    static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
-    }
+    static func httpDate(_ date: Date) -> String { CurlDate.httpDate(date) }
 
     /// The date forms curl users write most: HTTP dates, ISO 8601, and
     /// `yyyy-MM-dd[ HH:mm:ss]` or `dd MMM yyyy` (UTC).
-    static func parseDate(_ text: String) -> Date? {
-        let formats = [
-            "EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy",
-            "yyyy-MM-dd'T'HH:mm:ssXXXXX", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd",
-            "dd MMM yyyy HH:mm:ss", "dd MMM yyyy", "yyyyMMdd",
-        ]
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in formats {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
-    }
+    static func parseDate(_ text: String) -> Date? { CurlDate.parse(text) }
 
     /// The `-d`, `--data-raw` and `--data-urlencode` values joined with `&`
     /// (curl's rule), or nil when none was given. `-d @FILE` is the file
@@ -209,7 +203,7 @@ enum CurlPlan {
                 UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                out += String(format: "%%%02X", byte)
+                out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0x0F, radix: 16, uppercase: true)
             }
         }
         return out
@@ -217,7 +211,7 @@ enum CurlPlan {
 
     /// A file's bytes (`-` is stdin); exit 3 when it cannot be read.
     static func read(_ path: String, flag: String) throws(Failure) -> [UInt8] {
-        if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
+        if path == "-" { return Path.readStandardInput() }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Failure(.invalidRequest, "cannot read \(flag) file \(path)")
         }
@@ -270,7 +264,7 @@ enum CurlPlan {
         }
         for entry in curl.connectTo {
             // Four fields; a bracketed IPv6 address may hold colons of its own.
-            let unbracketed = entry.replacingOccurrences(of: #"\[[^\]]*\]"#, with: "A", options: .regularExpression)
+            let unbracketed = CurlPlan.replacingBracketed(entry)
             guard unbracketed.split(separator: ":", omittingEmptySubsequences: false).count == 4,
                 !entry.contains(where: { $0.isWhitespace || $0.isNewline })
             else {
@@ -311,7 +305,7 @@ enum CurlPlan {
     static func schemes(_ list: String?, flag: String) throws(Failure) -> Set<String>? {
         guard let list else { return nil }
         var set = allSchemes
-        for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+        for item in list.split(separator: ",").map({ $0.trimmingWhitespace() }) where !item.isEmpty {
             var name = Substring(item)
             var modifier: Character = "+"
             if let first = name.first, "=+-".contains(first) {

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// The flags that map onto the library's feature APIs (downloads,
@@ -141,7 +143,7 @@ struct FeatureOptions: Sendable {
     ///   the body as received.
     func serialize(_ body: Data, response: HTTPResponse) throws(Failure) -> Data? {
         guard let serializer else { return nil }
-        let anyStatus = IndexSet(integersIn: 100..<1000)
+        let anyStatus = StatusCodeSet(100..<1000)
         do throws(TransferError) {
             switch serializer {
             case .data:

@@ -1,5 +1,7 @@
 import Dispatch
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// Ctrl-C and SIGTERM: the first signal cancels every running task (each

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// The jobs of a run, made one at a time as the runner takes them: the URL
@@ -107,7 +109,7 @@ final class URLStream: @unchecked Sendable {
         case unreadable(Failure)
     }
 
-    private let lock = NSLock()
+    private let lock = PlainLock()
     /// Entries read and not yet taken: the arguments, then lines read ahead.
     private var ahead: [Entry]
     private var head = 0

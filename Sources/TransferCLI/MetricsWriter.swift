@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// `--metrics FILE|-`: one JSON object per finished transfer, one per line,

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// Small parsers for option values; each returns nil on bad input so the
@@ -33,7 +35,7 @@ enum Parse {
     /// With `allowingZero`, "0" (with or without a unit) is 0: curl's
     /// `--limit-rate 0`, no limit.
     static func rate(_ text: String, allowingZero: Bool = false) -> Int64? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         guard let last = trimmed.last else { return nil }
         var multiplier: Double = 1
         var number = Substring(trimmed)
@@ -56,7 +58,7 @@ enum Parse {
         var ranges: [ClosedRange<Int>] = []
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let bounds = part.split(separator: "-", omittingEmptySubsequences: false)
-                .map { $0.trimmingCharacters(in: .whitespaces) }
+                .map { $0.trimmingWhitespace() }
             guard (1...2).contains(bounds.count), let low = Int(bounds[0]),
                 let high = bounds.count == 2 ? Int(bounds[1]) : low,
                 (100...999).contains(low), (100...999).contains(high), low <= high
@@ -69,8 +71,8 @@ enum Parse {
     /// "Name: value" → (name, value); nil without a colon or with an empty name.
     static func header(_ text: String) -> (String, String)? {
         guard let colon = text.firstIndex(of: ":") else { return nil }
-        let name = text[..<colon].trimmingCharacters(in: .whitespaces)
-        let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        let name = text[..<colon].trimmingWhitespace()
+        let value = text[text.index(after: colon)...].trimmingWhitespace()
         guard !name.isEmpty else { return nil }
         return (name, value)
     }
@@ -154,19 +156,19 @@ enum RemoteName {
     /// request is sent (the server may still name the file otherwise).
     static func make(requestURL: URL) -> String {
         let last = requestURL.path.split(separator: "/").last.map(String.init) ?? ""
-        return sanitize(last.removingPercentEncoding ?? last) ?? "download"
+        return sanitize(last.percentDecoded ?? last) ?? "download"
     }
 
     /// Keeps the last path component (of `/` or `\`), drops control
     /// characters and leading dots (no `..`, no hidden files), caps at 255
     /// bytes; nil when nothing usable is left.
     static func sanitize(_ raw: String) -> String? {
-        let unified = raw.replacingOccurrences(of: "\\", with: "/")
+        let unified = String(raw.map { $0 == "\\" ? "/" : $0 })
         guard let last = unified.split(separator: "/").last else { return nil }
         var name = String(String.UnicodeScalarView(last.unicodeScalars.filter { scalar in
             !(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value))
         }))
-        name = name.trimmingCharacters(in: .whitespaces)
+        name = name.trimmingWhitespace()
         while name.hasPrefix(".") { name.removeFirst() }
         while name.utf8.count > 255 { name.removeLast() }
         return name.isEmpty ? nil : name

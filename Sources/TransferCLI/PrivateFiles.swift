@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// File modes of what the command writes. A file placed at the user's name
@@ -12,7 +14,7 @@ enum FileModes {
         var mask: mode_t = 0o022
         if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
-            let value = mode_t(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+            let value = mode_t(line.dropFirst("Umask:".count).trimmingWhitespace(), radix: 8)
         {
             mask = value
         }
@@ -33,7 +35,7 @@ final class ScratchFolder: Sendable {
     func get() throws(Failure) -> String {
         let result: Result<String, Failure> = path.withLock { slot in
             if let made = slot { return .success(made) }
-            let base = (NSTemporaryDirectory() as NSString).appendingPathComponent("transfer-cli-XXXXXX")
+            let base = Path.join(Path.temporaryDirectory, "transfer-cli-XXXXXX")
             var template = Array(base.utf8CString)
             guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
                 return .failure(Failure(.localFile, "cannot make a private folder like \(base): "

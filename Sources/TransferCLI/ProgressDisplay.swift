@@ -1,5 +1,7 @@
 import Dispatch
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 import TransferTerminal
 
@@ -101,7 +103,7 @@ final class ProgressDisplay: Sendable {
     /// Pads or shortens (keeping the end, where names differ) to `width`
     /// characters, so the bars of parallel transfers line up.
     private static func fit(_ text: String, width: Int) -> String {
-        if text.count <= width { return text.padding(toLength: width, withPad: " ", startingAt: 0) }
+        if text.count <= width { return text + String(repeating: " ", count: width - text.count) }
         return "..." + text.suffix(width - 3)
     }
 

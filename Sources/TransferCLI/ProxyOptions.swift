@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// `-x/--proxy`, `-U/--proxy-user`, `--noproxy` and `--proxy-cacert`, with curl's meaning,
@@ -16,7 +18,7 @@ enum ProxyOptions {
     /// - Throws: A usage failure naming the flag.
     static func setting(_ options: Options) throws(Failure) -> ProxySetting? {
         guard let text = options.proxy else {
-            if options.noProxy?.trimmingCharacters(in: .whitespaces) == "*" {
+            if options.noProxy?.trimmingWhitespace() == "*" {
                 return ProxySetting.none
             }
             for (flag, value) in [("--proxy-user", options.proxyUser), ("--noproxy", options.noProxy),
@@ -38,7 +40,7 @@ enum ProxyOptions {
         }
         if let list = options.noProxy {
             proxy.bypass = list.split(separator: ",", omittingEmptySubsequences: false).map {
-                $0.trimmingCharacters(in: .whitespaces)
+                $0.trimmingWhitespace()
             }
         }
         if let file = options.proxyCACert {

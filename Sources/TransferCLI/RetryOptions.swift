@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// `--retry N`, `--retry-max-time S`, `--retry-delay S`, with curl's meaning:

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// Where one transfer's body goes.
@@ -117,7 +119,7 @@ struct RunPlan: Sendable {
             if path == "-" {
                 output = .stdout
             } else if let directory = options.outputDir, !path.hasPrefix("/") {
-                output = .path((directory as NSString).appendingPathComponent(path))
+                output = .path(Path.join(directory, path))
             } else {
                 output = .path(path)
             }
@@ -398,7 +400,7 @@ struct RunPlan: Sendable {
         let flag: String
         switch output {
         case .file(let path):
-            let parent = (path as NSString).deletingLastPathComponent
+            let parent = Path.parent(path)
             folder = parent.isEmpty ? "." : parent
             flag = "-o"
         case .remoteName(let directory):
@@ -416,7 +418,7 @@ struct RunPlan: Sendable {
     private static func bodyValue(_ value: String, flag: String) throws(Failure) -> RequestBody {
         guard value.hasPrefix("@") else { return .data(Data(value.utf8)) }
         let path = String(value.dropFirst())
-        if path == "-" { return .data(FileHandle.standardInput.readDataToEndOfFile()) }
+        if path == "-" { return .data(Data(Path.readStandardInput())) }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw Failure(.invalidRequest, "cannot read \(flag) file \(path)")
         }
@@ -460,7 +462,7 @@ enum FormPart {
         }
         var path = String(value.dropFirst())
         var mimeType: String?
-        if let range = path.range(of: ";type=", options: .backwards) {
+        if let range = path.ranges(of: ";type=").last {
             mimeType = String(path[range.upperBound...])
             path = String(path[..<range.lowerBound])
         }

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Logging
 import Synchronization
 import Transfer
@@ -258,7 +260,7 @@ final class Runner: Sendable {
     /// known only from the response and is checked again at placement.
     private func refusedBeforeRequest(_ job: Job, request: Request) -> Failure? {
         guard case .remoteName(let directory) = job.output, !plan.clobber else { return nil }
-        let path = (directory as NSString).appendingPathComponent(RemoteName.make(requestURL: request.url))
+        let path = Path.join(directory, RemoteName.make(requestURL: request.url))
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         return Failure(.localFile, "not requested: \(path) exists (use --clobber to replace it)")
@@ -277,7 +279,7 @@ final class Runner: Sendable {
         case .remoteName(let directory):
             // With --resume the staging name must be the same in the next run.
             let stem = plan.features.resume ? Self.stableName(request.url.absoluteString) : "\(getpid())-\(job.index)"
-            target = (directory as NSString).appendingPathComponent(".transfer-\(stem).download")
+            target = Path.join(directory, ".transfer-\(stem).download")
         case .stdout, .discard, .device:
             do throws(Failure) {
                 target = try scratch.get() + "/\(job.index).body"
@@ -328,7 +330,7 @@ final class Runner: Sendable {
         }
         // A segmented download reports no TaskMetrics: count what reached the file.
         let segmentedBytes: Int64 = segmented == nil ? 0
-            : ((try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value ?? 0)
+            : (Path.fileSize(target) ?? 0)
         if job.output.isStreamed {
             unlink(target)   // our own temporary file
         } else if failure != nil && !(plan.curl.failWithBody && failure?.status == .status) {
@@ -377,7 +379,7 @@ final class Runner: Sendable {
             do {
                 body = try Data(contentsOf: URL(fileURLWithPath: file))
             } catch {
-                return Failure(.localFile, "cannot read the downloaded body: \(error.localizedDescription)")
+                return Failure(.localFile, "cannot read the downloaded body: \(Describe.error(error))")
             }
             do throws(Failure) {
                 if let replaced = try plan.features.serialize(body, response: response) {
@@ -416,9 +418,9 @@ final class Runner: Sendable {
                 // Read once: a redirect that needs the body again fails clearly.
                 var streamed = request
                 let once = OneShot()
-                streamed.body = .stream(BodyStreamProvider {
-                    once.take() ? DescriptorInputStream(path: path) : nil
-                }, length: nil)
+                streamed.body = .stream(BodyStreamProvider(source: {
+                    once.take() ? DescriptorBodySource(path: path) : nil
+                }), length: nil)
                 task = session.uploadTask(withStreamedRequest: streamed, completionHandler: handler)
             }
             box.task = task
@@ -474,7 +476,7 @@ final class Runner: Sendable {
     }
 
     private func displayName(_ job: Job) -> String {
-        if case .file(let path) = job.output { return (path as NSString).lastPathComponent }
+        if case .file(let path) = job.output { return Path.lastComponent(path) }
         guard let url = job.request?.url else { return job.urlString }
         let last = url.lastPathComponent
         return last.isEmpty || last == "/" ? (url.host ?? job.urlString) : last
@@ -525,9 +527,9 @@ final class Runner: Sendable {
 
     /// A name beside `path` for a body that may not be placed (a 304).
     private static func stagingName(_ path: String) -> String {
-        let directory = (path as NSString).deletingLastPathComponent
-        let name = "." + (path as NSString).lastPathComponent + ".transfer-\(getpid())"
-        return directory.isEmpty ? name : (directory as NSString).appendingPathComponent(name)
+        let directory = Path.parent(path)
+        let name = "." + Path.lastComponent(path) + ".transfer-\(getpid())"
+        return directory.isEmpty ? name : Path.join(directory, name)
     }
 
     /// Places a successful body where the plan says. Exactly one of
@@ -576,7 +578,7 @@ final class Runner: Sendable {
         case .remoteName(let directory):
             if !head.isEmpty { Terminal.writeStdout(Array(head.utf8)) }
             let name = RemoteName.make(response: response, requestURL: job.request?.url ?? response.url)
-            let path = (directory as NSString).appendingPathComponent(name)
+            let path = Path.join(directory, name)
             // The name is the server's: an existing file stays unless --clobber.
             if let memory { return place(memory, at: path, replacing: plan.clobber) }
             guard let downloadedFile else { return nil }
@@ -600,12 +602,12 @@ final class Runner: Sendable {
     /// Writes `data` to `path.part`, then renames it to `path`; on failure
     /// nothing is left at either name.
     private func place(_ data: Data, at path: String, replacing: Bool = true) -> Failure? {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = Path.parent(path)
         if !directory.isEmpty {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
-                return Failure(.localFile, "cannot create directory \(directory): \(error.localizedDescription)")
+                return Failure(.localFile, "cannot create directory \(directory): \(Describe.error(error))")
             }
         }
         let part = path + ".part"
@@ -659,7 +661,7 @@ final class Runner: Sendable {
     {
         let status = response?.statusCode
         if let verbose {
-            let seconds = String(format: "%.3f", max(0, taskMetrics?.total ?? 0))
+            let seconds = Describe.threeDecimals(max(0, taskMetrics?.total ?? 0))
             let version = taskMetrics.map { " HTTP/" + $0.httpVersion } ?? ""
             let reused = taskMetrics?.reusedConnection == true ? ", reused connection" : ""
             let shown = VerboseLog.shown(url: job.urlString)
@@ -728,7 +730,7 @@ final class Runner: Sendable {
             let url = job.request?.url
             let name = response.map { RemoteName.make(response: $0, requestURL: url ?? $0.url) }
                 ?? url.map { RemoteName.make(requestURL: $0) } ?? ""
-            return (directory as NSString).appendingPathComponent(name)
+            return Path.join(directory, name)
         case .stdout, .discard: return ""
         }
     }

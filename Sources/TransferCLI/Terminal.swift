@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// Writing to stdout and stderr with plain write(2): no Foundation buffering

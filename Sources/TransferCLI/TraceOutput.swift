@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Logging
 import Transfer
 
@@ -58,7 +60,8 @@ final class TraceSink: Sendable {
         var seconds = now.tv_sec
         var parts = tm()
         localtime_r(&seconds, &parts)
-        return String(format: "%02d:%02d:%02d.%06d ", parts.tm_hour, parts.tm_min, parts.tm_sec, Int32(now.tv_usec))
+        return Describe.zeroPadded(parts.tm_hour, width: 2) + ":" + Describe.zeroPadded(parts.tm_min, width: 2) + ":"
+            + Describe.zeroPadded(parts.tm_sec, width: 2) + "." + Describe.zeroPadded(now.tv_usec, width: 6) + " "
     }
 
     deinit { if owned { close(fd) } }

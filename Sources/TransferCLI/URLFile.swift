@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Reading `--url-file FILE`. A failure names the file and says why in
 /// plain words (a folder, a missing file, no permission), never a
@@ -122,7 +124,7 @@ enum URLFile {
         fileprivate func readChunk() throws(Failure) -> ArraySlice<UInt8>? {
             guard fd >= 0 else { return nil }
             while true {
-                let count = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
+                let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 guard count >= 0 else {
                     let why = String(cString: strerror(errno))

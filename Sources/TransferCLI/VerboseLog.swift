@@ -25,7 +25,7 @@ enum VerboseLog {
     /// of secret-looking query parameters replaced by `[redacted]`.
     static func shown(url: String) -> String {
         var text = url
-        if let scheme = text.range(of: "://") {
+        if let scheme = text.firstRange(of: "://") {
             let authorityEnd = text[scheme.upperBound...].firstIndex { "/?#".contains($0) } ?? text.endIndex
             if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@"),
                 let colon = text[scheme.upperBound..<at].firstIndex(of: ":")
@@ -38,7 +38,7 @@ enum VerboseLog {
         let query = text[text.index(after: mark)..<queryEnd].split(separator: "&", omittingEmptySubsequences: false)
             .map { item -> String in
                 guard let equals = item.firstIndex(of: "=") else { return String(item) }
-                let name = (String(item[..<equals]).removingPercentEncoding ?? String(item[..<equals])).lowercased()
+                let name = (String(item[..<equals]).percentDecoded ?? String(item[..<equals])).lowercased()
                 let secret = name.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
                     .contains { secretQueryParts.contains(String($0)) }
                 return secret ? "\(item[..<equals])=[redacted]" : String(item)

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Transfer
 
 /// `-w/--write-out FORMAT`: curl's format, printed once per transfer as it
@@ -207,7 +209,7 @@ struct WriteOutValues {
     /// `%{name}` as curl prints it.
     func text(_ name: String) -> String {
         switch name {
-        case "http_code", "response_code": return String(format: "%03d", status)
+        case "http_code", "response_code": return Describe.zeroPadded(status, width: 3)
         default: break
         }
         if let time = times.first(where: { $0.0 == name }) {

@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 // The `transfer` command (docs/CLI.md). ArgumentParser only parses: its exit
 // codes differ from the contract (64 for usage errors), so parse errors are
@@ -35,7 +37,7 @@ do {
         exit(0)
     }
     // Never a bare "Unknown option": name it and say where the options are.
-    if let range = message.range(of: "Unknown option '"),
+    if let range = message.firstRange(of: "Unknown option '"),
         let end = message[range.upperBound...].firstIndex(of: "'")
     {
         let name = String(message[range.upperBound..<end])

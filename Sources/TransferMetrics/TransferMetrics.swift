@@ -1,5 +1,5 @@
 import CoreMetrics
-import Foundation
+import FoundationEssentials
 import Synchronization
 import Transfer
 

@@ -1,13 +1,14 @@
 import Foundation
 import OpenAPIRuntime
+import Transfer
 
-/// Streams an `HTTPBody` to the engine as an `InputStream`, without holding
+/// Streams an `HTTPBody` to the engine as a `BodySource`, without holding
 /// it whole: a task reads the body's chunks into a bounded buffer, and the
 /// engine's body reader (a thread of its own, see Transfer's streamed upload
 /// bodies) takes them out. The producer waits while the buffer holds
 /// `capacity` bytes or more, and goes on when the reader has taken it below.
 ///
-/// Each ``makeStream()`` starts the body from the beginning (a redirect or an
+/// Each ``makeSource()`` starts the body from the beginning (a redirect or an
 /// authentication retry asks again); a body that can be iterated only once
 /// gives no second stream. ``cancel()`` stops the producer and makes a
 /// blocked read fail at once.
@@ -23,7 +24,7 @@ final class RequestBodyPipe: Sendable {
 
     /// A fresh stream of the whole body, or nil when it cannot be read again
     /// (or the pipe was cancelled).
-    func makeStream() -> InputStream? {
+    func makeSource() -> (any BodySource)? {
         let feed = BodyFeed(capacity: capacity)
         let previous: BodyFeed?
         do {
@@ -44,7 +45,7 @@ final class RequestBodyPipe: Sendable {
             }
         }
         feed.attach(producer)
-        return FeedInputStream(feed)
+        return FeedSource(feed)
     }
 
     /// Ends the production and fails any read in progress or to come.
@@ -199,52 +200,20 @@ final class BodyFeed: @unchecked Sendable {
     }
 }
 
-/// The `InputStream` the engine's body reader reads a ``BodyFeed`` through.
+/// The body source the engine's body reader reads a ``BodyFeed`` through.
 /// Made on one thread and then used only by the reader thread it is handed
-/// to (not Sendable, as every `InputStream`); the feed has its own lock.
-final class FeedInputStream: InputStream {
+/// to; the feed has its own lock.
+final class FeedSource: BodySource {
     private let feed: BodyFeed
-    private var status: Stream.Status = .notOpen
+    private var ended = false
 
-    init(_ feed: BodyFeed) {
-        self.feed = feed
-        super.init(data: Data())
-    }
+    init(_ feed: BodyFeed) { self.feed = feed }
 
-    override func open() {
-        if status == .notOpen { status = .open }
-    }
-
-    override func close() {
-        if status != .error { status = .closed }
-    }
-
-    override var streamStatus: Stream.Status { status }
-    override var streamError: (any Error)? { feed.streamError }
-    override var hasBytesAvailable: Bool { status == .open }
-
-    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        switch status {
-        case .open: break
-        case .notOpen: status = .open
-        case .atEnd, .closed: return 0
-        default: return -1
-        }
-        guard maxLength > 0 else { return 0 }
-        let count = feed.read(into: buffer, maxLength: maxLength)
-        if count == 0 { status = .atEnd }
-        if count < 0 { status = .error }
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard !ended, let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
+        let count = feed.read(into: base.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
+        if count < 0 { throw feed.streamError ?? CancellationError() }
+        if count == 0 { ended = true }
         return count
     }
-
-    override func getBuffer(
-        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
-    ) -> Bool {
-        false
-    }
-
-    override func property(forKey key: Stream.PropertyKey) -> AnyObject? { nil }
-    override func setProperty(_ property: AnyObject?, forKey key: Stream.PropertyKey) -> Bool { false }
-    override func schedule(in aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
-    override func remove(from aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
 }

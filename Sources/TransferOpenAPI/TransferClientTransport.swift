@@ -112,7 +112,7 @@ public struct TransferClientTransport: ClientTransport {
                 let pipe = RequestBodyPipe(body: body, capacity: configuration.requestBodyBufferSize)
                 upload = pipe
                 let length: Int64? = if case .known(let length) = body.length { length } else { nil }
-                outgoing.body = .stream(BodyStreamProvider { pipe.makeStream() }, length: length)
+                outgoing.body = .stream(BodyStreamProvider(source: { pipe.makeSource() }), length: length)
             }
         }
         let cleanup = UploadCleanup(upload)

@@ -10,12 +10,23 @@
 // initial evaluation), "error <message>" on failure. Exits when stdin closes.
 
 import Dispatch
-import Foundation
+import Glibc
 import Transfer
 
-#if canImport(Glibc)
-    import Glibc
-#endif
+/// Writes `bytes` to `descriptor` whole (no stdio buffering: the reader waits for lines).
+func writeAll(_ descriptor: Int32, _ text: String) {
+    let bytes = Array(text.utf8)
+    var written = 0
+    while written < bytes.count {
+        let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { return }
+        written += count
+    }
+}
+
+/// A line on stderr.
+func emitError(_ line: String) { writeAll(2, line + "\n") }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let target: NetworkReachability.Target
@@ -27,14 +38,12 @@ case ("domain", 2):
 case ("address", 2):
     target = .address(arguments[1])
 default:
-    FileHandle.standardError.write(Data("usage: reachability-probe default | domain NAME | address ADDR\n".utf8))
+    emitError("usage: reachability-probe default | domain NAME | address ADDR")
     exit(64)
 }
 
-/// Writes one line straight to fd 1 (no stdio buffering: the reader waits for it).
-func emit(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
+/// Writes one line straight to fd 1.
+func emit(_ line: String) { writeAll(1, line + "\n") }
 
 let reachability = NetworkReachability(target: target)
 reachability.setStatusChangeHandler { status in
@@ -47,9 +56,14 @@ do {
     exit(1)
 }
 
-// Stay alive until the parent closes our stdin.
-Thread.detachNewThread {
-    while FileHandle.standardInput.availableData.count > 0 {}
+// Stay alive until the parent closes our stdin (a blocking read on a queue of its own).
+DispatchQueue(label: "reachability-probe.stdin").async {
+    var buffer = [UInt8](repeating: 0, count: 256)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+    }
     reachability.stopMonitoring()
     exit(0)
 }

@@ -8,7 +8,7 @@ let targets = [
     "fuzz_resume_data", "fuzz_journal", "fuzz_headers", "fuzz_filename",
     "fuzz_multipart", "fuzz_query_url", "fuzz_cookies", "fuzz_www_authenticate", "fuzz_cache_entry",
     "fuzz_cache_key",
-    "fuzz_log_redaction", "fuzz_xml",
+    "fuzz_log_redaction", "fuzz_json", "fuzz_xml",
 ]
 
 let package = Package(

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TestSupport
+import TransferFoundation
 @testable import Transfer
 
 /// `/echo`'s answer, the fields these tests read.
@@ -132,7 +133,7 @@ struct AsyncValidatedRequestTests {
 
         let (data, response) = try await bounded("validatedData of a 404 allowed") {
             try await session.validatedData(for: Request(url: server.url("/status/404")),
-                                            statusCodes: IndexSet([404]))
+                                            statusCodes: [404])
         }
         let wrongType = try await bounded("validatedData with JSON only") {
             await transferError { () async throws(TransferError) in

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TestSupport
 import Transfer
+import TransferFoundation
 
 @Suite("Download destinations")
 struct DownloadDestinationTests {

@@ -3,6 +3,7 @@ import Synchronization
 import TestSupport
 import Testing
 import Transfer
+import TransferFoundation
 
 @Suite("Reachability monitor in this namespace")
 struct ReachabilityMonitorTests {

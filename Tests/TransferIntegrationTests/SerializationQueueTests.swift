@@ -36,7 +36,7 @@ struct SerializationQueueTests {
     }
 
     private struct MeetingSerializer: ResponseSerializer {
-        var acceptableStatusCodes = IndexSet(200..<300)
+        var acceptableStatusCodes = StatusCodeSet(200..<300)
         var acceptableContentTypes: Set<String>?
         let rendezvous: Rendezvous
 

@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import Transfer
+import TransferFoundation
 
 /// Issue 17 items 1, 2, 6, 7, 8, 9 and 10, and issue 15 item 7's `validate()`,
 /// over loopback: TestServer for HTTP, `openssl s_server` with the test PKI for TLS.

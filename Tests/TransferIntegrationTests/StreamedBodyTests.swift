@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TestSupport
 import Transfer
+import TransferFoundation
 
 /// Where a `GatedStream` waits, shared with the test: a latch, so that a
 /// stream made again after a rewind (curl may resend a body, e.g. on a

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import Transfer
+import TransferFoundation
 
 @testable import TransferTerminal
 

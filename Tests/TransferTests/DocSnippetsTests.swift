@@ -194,6 +194,11 @@ let (data, _) = try await session.data(for: request)
 print(data.count)
 }
 
+private func migrating16() async throws {
+var serializer = StringResponseSerializer()
+serializer.acceptableStatusCodes = StatusCodeSet(200..<300).union([404])
+}
+
 private func cookbook1() async throws {
 let certificates = try Certificate.certificates(contentsOf: URL(fileURLWithPath: "/etc/myapp/server.pem"))
 for certificate in certificates {
@@ -375,7 +380,7 @@ token.cancel()
 }
 
 private func cookbook17() async throws {
-let monitor = ActivityMonitor()              // counts the tasks of NotificationCenter.default
+let monitor = ActivityMonitor()              // counts every task of the process
 monitor.onChange = { active in print(active ? "network busy" : "network idle") }
 monitor.incrementActivityCount()            // count work of your own, too
 monitor.decrementActivityCount()
@@ -726,7 +731,9 @@ let form = try HTTPRequestSerializer().multipartFormRequest(
 session.uploadTask(withStreamedRequest: form).resume()
 
 var ingest = try Request("https://example.com/ingest", method: .post)
-ingest.body = .stream(BodyStreamProvider { InputStream(fileAtPath: "/srv/events.ndjson") }, length: nil)
+ingest.body = .stream(BodyStreamProvider(source: {
+    FileBodySource(fileURL: URL(fileURLWithPath: "/srv/events.ndjson"))
+}), length: nil)
 session.uploadTask(withStreamedRequest: ingest).resume()
 }
 
@@ -775,6 +782,6 @@ struct DocSnippetsTests {
                 count += 1
             }
         }
-        #expect(count == 70)
+        #expect(count == 71)
     }
 }

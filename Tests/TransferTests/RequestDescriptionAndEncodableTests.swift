@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TransferFoundation
 
 @testable import Transfer
 

@@ -369,7 +369,7 @@ struct SerializationOtherResponseTests {
 
         let value = try existential.serializedValue(response: response(200, "text/html"), data: data("[1]"), error: nil)
         let empty = try existential.serializedValue(response: response(200, "text/html"), data: Data(), error: nil)
-        existential.acceptableStatusCodes = IndexSet([201])
+        existential.acceptableStatusCodes = [201]
 
         #expect(value as? JSONValue == [1])
         #expect(empty == nil)

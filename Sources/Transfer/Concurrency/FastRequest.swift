@@ -188,7 +188,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             if error.response == nil { error.response = response }
             value = .failure(error)
         }
-        let wantsCompletion = session.observation.wantsCompletions || TransferNotifications.postsTasklessCompletions
+        let wantsCompletion = session.observation.wantsCompletions || TransferEvents.postsTasklessCompletions
         let observed = !observers.isEmpty
         let metrics = run?.options.collectsMetrics == true || wantsCompletion || observed ? result.metrics : nil
         outcome = BatchResult(index: index, result: value, metrics: run?.options.collectsMetrics == true ? metrics : nil,
@@ -236,7 +236,7 @@ extension SessionManager {
     /// request's own interceptor is checked per request: ``takesFastPath(_:)``).
     /// Progress and metrics callbacks need a task, so they count as hooks here.
     var usesFastPath: Bool {
-        fastPathOpen.load(ordering: .relaxed) && !TransferNotifications.isObserved
+        fastPathOpen.load(ordering: .relaxed) && !TransferEvents.isObserved
             && !observation.blocksFastPath && configuration.interceptor == nil
     }
 

@@ -20,7 +20,7 @@ extension SessionManager {
     ///
     /// Fast path: when nobody observes beyond the caller (no hook, no
     /// delegate, no observer of the task notifications: see
-    /// ``TransferNotifications``) and the request has no body, no task is
+    /// TransferFoundation's `TransferNotifications`) and the request has no body, no task is
     /// made: the engine's finish resumes the caller at the end of its loop
     /// pass, headers are parsed on first access, and nothing else runs. The
     /// result, errors and cancellation are the same; the request is not in

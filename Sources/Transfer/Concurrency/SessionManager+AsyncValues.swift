@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Validated, decoded requests in one call (Alamofire's
 /// `validate().serializingDecodable(T.self).value`).
@@ -13,7 +13,7 @@ extension SessionManager {
     ///
     /// ```swift
     /// var serializer = StringResponseSerializer()
-    /// serializer.acceptableStatusCodes = IndexSet(200..<300).union(IndexSet([404]))
+    /// serializer.acceptableStatusCodes = StatusCodeSet(200..<300).union([404])
     /// let text = try await session.value(for: request, using: serializer)
     /// ```
     ///
@@ -50,7 +50,7 @@ extension SessionManager {
     /// - Throws: as ``value(for:using:)``; an empty body decodes only as an `Optional`.
     public func decodable<T: Decodable & Sendable>(
         _ type: T.Type = T.self, for request: Request, decoder: JSONDecoder = JSONDecoder(),
-        acceptableStatusCodes: IndexSet = ResponseValidation.successStatusCodes,
+        acceptableStatusCodes: StatusCodeSet = ResponseValidation.successStatusCodes,
         acceptableContentTypes: Set<String>? = JSONResponseSerializer.defaultContentTypes
     ) async throws(TransferError) -> T {
         var serializer = DecodableResponseSerializer(type, decoder: decoder)
@@ -68,7 +68,7 @@ extension SessionManager {
     ///   - contentTypes: The MIME types a non-empty body may have; nil accepts any.
     /// - Throws: as ``value(for:using:)``.
     public func validatedData(
-        for request: Request, statusCodes: IndexSet = ResponseValidation.successStatusCodes,
+        for request: Request, statusCodes: StatusCodeSet = ResponseValidation.successStatusCodes,
         contentTypes: Set<String>? = nil
     ) async throws(TransferError) -> (Data, HTTPResponse) {
         let (data, response) = try await data(for: request)

@@ -42,7 +42,7 @@ final class EnginePass: @unchecked Sendable {
             // notification: one hand-over each per pass, before the callers go on.
             if let session = done.first?.session {
                 let monitors = session.observation.wantsCompletions
-                let notifies = TransferNotifications.postsTasklessCompletions
+                let notifies = TransferEvents.postsTasklessCompletions
                 if monitors || notifies {
                     var completions: [CompletedRequest] = []
                     completions.reserveCapacity(done.count)
@@ -52,7 +52,7 @@ final class EnginePass: @unchecked Sendable {
                     }
                     if monitors { session.observation.requestsDidComplete(completions) }
                     if notifies && !completions.isEmpty {
-                        TransferNotifications.postCompletions(completions, on: session.delegateQueue)
+                        TransferEvents.postCompletions(completions, on: session.delegateQueue)
                     }
                 }
             }

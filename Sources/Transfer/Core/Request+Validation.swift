@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Request {
     /// The one check a request passes before it is sent, whether a user built
@@ -61,7 +61,7 @@ extension DataTask {
     /// unless the status is in `acceptable`.
     @discardableResult
     public func validate<S: Sequence>(statusCode acceptable: S) -> Self where S.Element == Int {
-        let codes = IndexSet(acceptable)
+        let codes = StatusCodeSet(acceptable)
         return validate { _, response, data in
             guard !codes.contains(response.statusCode) else { return .success(()) }
             let phrase = ResponseValidation.reasonPhrase(for: response.statusCode)

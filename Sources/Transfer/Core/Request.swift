@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// An HTTP method; any token is allowed, the common ones have names.
@@ -158,15 +158,21 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(method) \(url.absoluteString)" }
 }
 
-/// Supplies a fresh input stream for a streamed upload body, each time the
+/// Supplies a fresh ``BodySource`` for a streamed upload body, each time the
 /// body has to be sent from the start.
+///
+/// TransferFoundation adds `init(_:)` and `makeStream` with Foundation's
+/// `InputStream`.
 public struct BodyStreamProvider: Sendable, Hashable {
     private let id = UUID()
     /// Called each time the body must be sent from the start; returns a
-    /// new, unopened stream.
-    public let makeStream: @Sendable () -> InputStream?
-    /// A provider that calls `makeStream` for each fresh body.
-    public init(_ makeStream: @escaping @Sendable () -> InputStream?) { self.makeStream = makeStream }
+    /// new source, read from its first byte.
+    public let makeSource: @Sendable () -> (any BodySource)?
+    /// A provider that calls `makeSource` for each fresh body.
+    // Disfavoured: `BodyStreamProvider { nil }` stays TransferFoundation's
+    // InputStream initializer where both are visible, as it was.
+    @_disfavoredOverload
+    public init(source makeSource: @escaping @Sendable () -> (any BodySource)?) { self.makeSource = makeSource }
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 }

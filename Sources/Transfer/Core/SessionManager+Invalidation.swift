@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 // Invalidation and reset (AFURLSessionManager's invalidateSessionCancelingTasks:resetSession:).
 
@@ -92,7 +92,7 @@ extension SessionManager {
             guard let (hooks, delegate) = claim else { return }
             hooks.sessionDidBecomeInvalid?(self, nil)
             delegate?.session(self, didBecomeInvalidWithError: nil)
-            NotificationCenter.default.post(name: .transferSessionDidInvalidate, object: self)
+            TransferEvents.report(.sessionDidInvalidate, object: self)
             // Every ``waitUntilInvalid()`` caller, after the hook and the delegate.
             invalidation.open()
         }

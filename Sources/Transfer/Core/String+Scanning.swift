@@ -102,7 +102,7 @@ extension StringProtocol {
     /// The text with every `%XX` replaced by its byte, read as UTF-8
     /// (`removingPercentEncoding`): nil when a `%` is not followed by two hex
     /// digits or the bytes are not UTF-8.
-    var percentDecoded: String? {
+    package var percentDecoded: String? {
         let bytes = Array(utf8)
         guard bytes.contains(UInt8(ascii: "%")) else { return String(self) }
         var output: [UInt8] = []

@@ -84,3 +84,10 @@ enum RetryAfter {
     ]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 }
+
+/// The HTTP-date forms of ``RetryAfter/httpDate(_:)``, for the package's
+/// other modules (the command's `-z`).
+package enum HTTPDate {
+    /// IMF-fixdate, RFC 850 or asctime, in GMT; nil for anything else.
+    package static func parse(_ text: String) -> Date? { RetryAfter.httpDate(text) }
+}

@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 

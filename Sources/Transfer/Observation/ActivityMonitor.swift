@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Runs work after a delay: the clock of ``ActivityMonitor`` (and of the
@@ -91,10 +91,13 @@ public final class ManualActivityScheduler: ActivityScheduler {
 /// Tells whether network activity is going on, without flicker: the
 /// behaviour of AFNetworkActivityIndicatorManager as a library type.
 ///
-/// The monitor counts running tasks from the task notifications
-/// (`Notification.Name.transferTaskDidResume` adds a task,
-/// `…DidSuspend` and `…DidComplete` remove it; each task counts once, the
-/// count never goes below zero) plus a manual count. It reports active only
+/// The monitor counts running tasks from the task events (a resumed task
+/// adds one, a suspended or completed task removes it; each task counts once,
+/// the count never goes below zero) plus a manual count. By default it counts
+/// every task of the process; TransferFoundation's
+/// `init(activationDelay:completionDelay:scheduler:observing:)` and
+/// `observe(_:where:)` count the task notifications of a NotificationCenter
+/// instead (`Notification.Name.transferTaskDidResume` and its siblings). It reports active only
 /// once activity has lasted ``activationDelay`` (1 s by default), and inactive
 /// only once it has been idle for ``completionDelay`` (0.17 s), so a burst of
 /// short requests shows as one continuous activity and a quick one not at all.
@@ -107,8 +110,8 @@ public final class ManualActivityScheduler: ActivityScheduler {
 /// - Note: A task is held (strongly) while it is counted, so its identity
 ///   cannot be reused by another object before it is suspended or completed.
 public final class ActivityMonitor: Sendable {
-    /// A monitor of every task announced on `NotificationCenter.default`
-    /// (AF's `sharedManager`), with the default delays.
+    /// A monitor of every task of the process (AF's `sharedManager`, which
+    /// listens to the default notification center), with the default delays.
     public static let shared = ActivityMonitor()
 
     /// Seconds of activity before the indicator shows (AFNetworking's 1.0).
@@ -164,16 +167,26 @@ public final class ActivityMonitor: Sendable {
     ///   - activationDelay: How long activity must last before ``isActive`` turns true.
     ///   - completionDelay: How long idleness must last before ``isActive`` turns false.
     ///   - scheduler: The clock for both delays; a dispatch queue by default.
-    ///   - center: A notification center to count tasks from right away (nil: none yet).
-    public init(
+    ///
+    /// The monitor counts every task of the process right away (what
+    /// AFNetworking's manager hears on the default notification center).
+    public convenience init(
         activationDelay: TimeInterval = ActivityMonitor.defaultActivationDelay,
         completionDelay: TimeInterval = ActivityMonitor.defaultCompletionDelay,
-        scheduler: any ActivityScheduler = DispatchActivityScheduler(),
-        observing center: NotificationCenter? = .default
+        scheduler: any ActivityScheduler = DispatchActivityScheduler()
+    ) {
+        self.init(activationDelay: activationDelay, completionDelay: completionDelay, scheduler: scheduler,
+                  countingProcessTasks: true)
+    }
+
+    /// A monitor that counts the process's tasks, or nothing until a source is added.
+    package init(
+        activationDelay: TimeInterval, completionDelay: TimeInterval, scheduler: any ActivityScheduler,
+        countingProcessTasks: Bool
     ) {
         self.scheduler = scheduler
         self.state = Protected(State(activationDelay: activationDelay, completionDelay: completionDelay))
-        if let center { observe(center) }
+        if countingProcessTasks { countProcessTasks() }
     }
 
     deinit {
@@ -248,30 +261,27 @@ public final class ActivityMonitor: Sendable {
 
     // MARK: Sources
 
-    /// Counts the tasks announced on `center` (task notifications whose object
-    /// is an ``ObservableTransfer``), optionally only those `include` accepts.
-    /// Call it once per source; cancel the token to stop counting that source.
-    @discardableResult
-    public func observe(
-        _ center: NotificationCenter,
-        where include: (@Sendable (any ObservableTransfer) -> Bool)? = nil
-    ) -> ObservationToken {
-        let names: [(Notification.Name, Bool)] = [
-            (.transferTaskDidResume, true), (.transferTaskDidSuspend, false), (.transferTaskDidComplete, false),
-        ]
-        let registrations = names.map { name, starts in
-            NotificationRegistration(center: center, name: name) { [weak self] notification in
-                guard let task = notification.object as? any ObservableTransfer else { return }
-                if let include, !include(task) { return }
-                if starts { self?.taskDidStart(task) } else { self?.taskDidStop(task) }
-            }
+    /// Counts every task of the process, as an observer of the default
+    /// notification center did: while counted, requests run as tasks.
+    private func countProcessTasks() {
+        TransferEvents.beginObserving()
+        let listening = TransferEvents.listen { [weak self] event, object in
+            guard let task = object as? any ObservableTransfer else { return }
+            if event == .taskDidResume { self?.taskDidStart(task) } else { self?.taskDidStop(task) }
         }
-        let token = ObservationToken { for registration in registrations { registration.remove() } }
-        observations.withLock { $0.append(token) }
-        return token
+        addSource(ObservationToken {
+            listening.cancel()
+            TransferEvents.endObserving()
+        })
     }
 
-    /// Stops counting from every source added with ``observe(_:where:)``.
+    /// Adds a source of counts: ``stopObserving()`` and deinit cancel `token`.
+    package func addSource(_ token: ObservationToken) {
+        observations.withLock { $0.append(token) }
+    }
+
+    /// Stops counting from every source (the process's tasks, and each added
+    /// with TransferFoundation's `observe(_:where:)`).
     public func stopObserving() {
         for token in observations.withLock({ tokens in
             defer { tokens = [] }
@@ -397,30 +407,4 @@ public final class ActivityMonitor: Sendable {
         }
         perform(effects)
     }
-}
-
-/// One block observer on a notification center. `@unchecked Sendable`:
-/// the opaque observer token is only handed back to the (thread-safe)
-/// center, once, guarded by `removed`.
-private final class NotificationRegistration: @unchecked Sendable {
-    private let center: NotificationCenter
-    private let observer: any NSObjectProtocol
-    private let removed = Atomic<Bool>(false)
-
-    init(center: NotificationCenter, name: Notification.Name, handler: @escaping @Sendable (Notification) -> Void) {
-        self.center = center
-        // queue nil: the handler runs synchronously on the posting thread.
-        self.observer = center.addObserver(forName: name, object: nil, queue: nil, using: handler)
-        // Requests on the fast path post only while someone listens.
-        if center === NotificationCenter.default { TransferNotifications.beginObserving() }
-    }
-
-    func remove() {
-        if !removed.exchange(true, ordering: .acquiringAndReleasing) {
-            center.removeObserver(observer)
-            if center === NotificationCenter.default { TransferNotifications.endObserving() }
-        }
-    }
-
-    deinit { remove() }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a data task does after its response head arrived
 /// (NSURLSessionResponseDisposition).
@@ -195,8 +195,9 @@ public struct SessionHooks: Sendable {
     /// port; what the hook returns is sent as it is.
     public var taskWillPerformHTTPRedirection:
         (@Sendable (SessionManager, TransferTask, HTTPResponse, Request) -> Request?)?
-    /// A fresh body stream for a streamed upload that must be sent again.
-    public var taskNeedNewBodyStream: (@Sendable (SessionManager, TransferTask) -> InputStream?)?
+    /// A fresh body source for a streamed upload that must be sent again
+    /// (TransferFoundation's `taskNeedNewBodyStream` sets it with an `InputStream`).
+    public var taskNeedNewBodySource: (@Sendable (SessionManager, TransferTask) -> (any BodySource)?)?
     /// (bytes sent since last call, total sent, total expected)
     public var taskDidSendBodyData: (@Sendable (SessionManager, TransferTask, Int64, Int64, Int64) -> Void)?
     /// A task finished, with nil or its error (`setTaskDidCompleteBlock:`).

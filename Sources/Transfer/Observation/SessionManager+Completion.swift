@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 
 // The end of every task, fanned out: monitors and the logger, hooks and the
 // delegate, the completion handlers (raw, then serialized off the delegate
@@ -17,31 +17,31 @@ extension SessionManager {
         announceCompletion(of: task, metrics: outcome?.metrics, error: error, handedOver: handedOver)
 
         var userInfo: [String: Any] = [:]
-        if let error { userInfo[TransferNotificationKey.error] = error }
-        if let metrics = outcome?.metrics { userInfo[TransferNotificationKey.metrics] = metrics }
-        if let response = task.response { userInfo[TransferNotificationKey.response] = response }
+        if let error { userInfo[TransferEventKey.error] = error }
+        if let metrics = outcome?.metrics { userInfo[TransferEventKey.metrics] = metrics }
+        if let response = task.response { userInfo[TransferEventKey.response] = response }
 
         // Out of the task lists before anyone hears of the completion.
         forget(task)
         if let data = task as? DataTask {
             data.callCompletion(error: error, hasWaiter: waiter != nil)
-            if let body = data.resultData { userInfo[TransferNotificationKey.responseData] = body }
+            if let body = data.resultData { userInfo[TransferEventKey.responseData] = body }
             // The response serializer (AF's) runs off this queue; it queues
             // the serialized handler, posts the notification, then wakes the waiter.
             data.deliverSerialized(error: error, userInfo: userInfo, waiter: waiter)
             return
         } else {
-            userInfo[TransferNotificationKey.responseSerializer] = responseSerializer
+            userInfo[TransferEventKey.responseSerializer] = responseSerializer
             if let download = task as? DownloadTask {
                 download.callCompletion(error: error)
                 if let url = download.fileURL {
-                    userInfo[TransferNotificationKey.assetPath] = url
+                    userInfo[TransferEventKey.assetPath] = url
                     // As AF: a download's serialized response is its file.
-                    userInfo[TransferNotificationKey.serializedResponse] = url
+                    userInfo[TransferEventKey.serializedResponse] = url
                 }
             }
             // As AF: posted after the completion handler was queued.
-            postNotification(TransferNotifications.didComplete, task: task, userInfo: userInfo)
+            postNotification(.taskDidComplete, task: task, userInfo: userInfo)
         }
         waiter?.taskDidComplete(task, error: error)
     }
@@ -92,19 +92,22 @@ extension SessionManager {
 
     private static let serializationQueue = DispatchQueue(label: "transfer.serialization", attributes: .concurrent)
 
-    func postTaskNotification(_ name: Notification.Name, task: TransferTask) {
-        postNotification(name, task: task, userInfo: [:])
+    func postTaskNotification(_ event: TransferEvent, task: TransferTask) {
+        postNotification(event, task: task, userInfo: [:])
     }
 
     /// - Parameter fromAnyQueue: Post on the calling thread (a task's last
     ///   notification, after serialization); otherwise from the delegate queue.
-    func postNotification(_ name: Notification.Name, task: TransferTask, userInfo: [String: Any],
+    func postNotification(_ event: TransferEvent, task: TransferTask, userInfo: [String: Any],
                           fromAnyQueue: Bool = false)
     {
-        // NotificationCenter is thread-safe; posting from the delegate queue
-        // keeps notifications in the order of the events they describe.
+        // Nobody listens (TransferFoundation's notifications unused, no
+        // process-wide ActivityMonitor): no hop.
+        guard TransferEvents.hasTaskAudience else { return }
+        // Reporting from the delegate queue keeps notifications in the order
+        // of the events they describe.
         let info = UncheckedUserInfo(value: userInfo)
-        let post: @Sendable () -> Void = { NotificationCenter.default.post(name: name, object: task, userInfo: info.value) }
+        let post: @Sendable () -> Void = { TransferEvents.report(event, object: task, userInfo: info.value) }
         if fromAnyQueue || DispatchQueue.getSpecific(key: queueKey) != nil {
             post()
         } else {

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -42,9 +42,9 @@ public final class NetworkReachability: Sendable {
         }
     }
 
-    /// The userInfo key of `Notification.Name.transferReachabilityDidChange`:
-    /// the new ``ReachabilityStatus``.
-    public static let statusUserInfoKey = "transfer.reachability.status"
+    /// The userInfo key of `Notification.Name.transferReachabilityDidChange`
+    /// (TransferFoundation): the new ``ReachabilityStatus``.
+    public static let statusUserInfoKey = TransferEventKey.reachabilityStatus
 
     /// A monitor of the default route.
     public static let shared = NetworkReachability()
@@ -53,7 +53,9 @@ public final class NetworkReachability: Sendable {
     public let target: Target
 
     private let queue: DispatchQueue
-    private let notificationCenter: NotificationCenter
+    /// Posts the change notification somewhere else than the process-wide
+    /// adapter (TransferFoundation's monitors on a given NotificationCenter).
+    private let announce: (@Sendable (NetworkReachability, ReachabilityStatus) -> Void)?
     private let state = Protected(State())
 
     private struct State {
@@ -73,14 +75,26 @@ public final class NetworkReachability: Sendable {
     ///   - target: What to watch; the default route by default.
     ///   - queue: A serial queue for evaluations, the change handler and the
     ///     notification; a private one by default.
-    ///   - notificationCenter: Where `Notification.Name.transferReachabilityDidChange` is posted.
-    public init(
-        target: Target = .defaultRoute, queue: DispatchQueue? = nil,
-        notificationCenter: NotificationCenter = .default
+    ///
+    /// With TransferFoundation imported, changes are posted as
+    /// `Notification.Name.transferReachabilityDidChange` on
+    /// `NotificationCenter.default` (TransferFoundation's
+    /// `init(target:queue:notificationCenter:)` picks another center).
+    public init(target: Target = .defaultRoute, queue: DispatchQueue? = nil) {
+        self.target = target
+        self.queue = queue ?? DispatchQueue(label: "transfer.reachability")
+        self.announce = nil
+    }
+
+    /// A monitor whose changes are announced by `announce` (on the monitor's
+    /// queue, after the handler) instead of the process-wide adapter.
+    package init(
+        target: Target, queue: DispatchQueue?,
+        announce: @escaping @Sendable (NetworkReachability, ReachabilityStatus) -> Void
     ) {
         self.target = target
         self.queue = queue ?? DispatchQueue(label: "transfer.reachability")
-        self.notificationCenter = notificationCenter
+        self.announce = announce
     }
 
     /// A monitor of the route to a host name.
@@ -170,9 +184,11 @@ public final class NetworkReachability: Sendable {
         }
         guard case .some(let change) = handler else { return }
         change?(status)
-        notificationCenter.post(
-            name: .transferReachabilityDidChange, object: self,
-            userInfo: [Self.statusUserInfoKey: status])
+        if let announce {
+            announce(self, status)
+        } else {
+            TransferEvents.report(.reachabilityDidChange, object: self, userInfo: [Self.statusUserInfoKey: status])
+        }
     }
 
     private func evaluate() -> ReachabilityStatus {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Whether a target can be reached, and over which kind of interface
 /// (AFNetworkReachabilityStatus, with Linux interface kinds).
@@ -56,11 +56,4 @@ public enum ReachabilityInterface: String, Sendable, Hashable {
     case wwan
     /// Any other interface (tunnels, bridges).
     case other
-}
-
-extension Notification.Name {
-    /// A ``NetworkReachability`` monitor saw its status change (object: the
-    /// monitor; userInfo: ``NetworkReachability/statusUserInfoKey`` holds the
-    /// new ``ReachabilityStatus``). Posted on the monitor's queue.
-    public static let transferReachabilityDidChange = Notification.Name("transfer.reachability.didChange")
 }

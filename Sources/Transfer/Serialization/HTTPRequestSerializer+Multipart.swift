@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 
 #if canImport(Glibc)
     import Glibc
@@ -97,10 +98,10 @@ extension HTTPRequestSerializer {
         guard fileURL.isFileURL else {
             throw TransferError(.invalidRequest, "expected a file URL, got \(fileURL.absoluteString)", url: fileURL)
         }
-        guard let stream = provider.makeStream() else {
+        guard let stream = provider.makeSource() else {
             throw TransferError(.invalidRequest, "the body stream provider returned no stream", url: request.url)
         }
-        (stream as? MultipartBodyStream)?.throttle = nil
+        (stream as? MultipartBodySource)?.throttle = nil
         do {
             try Self.copy(stream, toFileAt: fileURL.path)
         } catch {
@@ -131,23 +132,24 @@ extension HTTPRequestSerializer {
         return try result.get()
     }
 
-    private static func copy(_ stream: InputStream, toFileAt path: String) throws(TransferError) {
+    private static func copy(_ stream: any BodySource, toFileAt path: String) throws(TransferError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw fileError(errno, "cannot create \(path)") }
         defer { _ = close(descriptor) }
-        stream.open()
         defer { stream.close() }
         let blockSize = 1 << 20
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: blockSize)
         defer { buffer.deallocate() }
         while true {
-            let count = stream.read(buffer, maxLength: blockSize)
-            if count == 0 { break }
-            if count < 0 {
-                if let error = stream.streamError as? TransferError { throw error }
-                throw TransferError(
-                    .invalidRequest, "the body stream failed: \(stream.streamError.map { "\($0)" } ?? "unknown error")")
+            let count: Int
+            do {
+                count = try stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: blockSize))
+            } catch let error as TransferError {
+                throw error
+            } catch {
+                throw TransferError(.invalidRequest, "the body stream failed: \(error)")
             }
+            if count == 0 { break }
             var written = 0
             while written < count {
                 let result = write(descriptor, buffer + written, count - written)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Encodes parameters as a JSON body with Content-Type `application/json`
@@ -6,25 +6,25 @@ import Synchronization
 ///
 /// Methods in ``HTTPRequestSerializer/httpMethodsEncodingParametersInURI``
 /// still get a query string. With nil parameters no body and no Content-Type
-/// are set. Without `JSONSerialization.WritingOptions.fragmentsAllowed` the
-/// top level must be an array or an object, as `NSJSONSerialization` demands.
+/// are set. Without ``JSONWritingOptions/fragmentsAllowed`` the top level
+/// must be an array or an object, as `NSJSONSerialization` demands.
 open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     // @unchecked: `options` is a Protected lock; the superclass guards its own state.
 
-    private let options = Protected<JSONSerialization.WritingOptions>([])
+    private let options = Protected<JSONWritingOptions>([])
 
     public override init() { super.init() }
 
     /// A serializer writing with `writingOptions` (AFNetworking's
     /// `serializerWithWritingOptions:`).
-    public convenience init(writingOptions: JSONSerialization.WritingOptions) {
+    public convenience init(writingOptions: JSONWritingOptions) {
         self.init()
         self.writingOptions = writingOptions
     }
 
     /// `.prettyPrinted`, `.sortedKeys`, `.withoutEscapingSlashes` and
     /// `.fragmentsAllowed` are honoured (default none).
-    public var writingOptions: JSONSerialization.WritingOptions {
+    public var writingOptions: JSONWritingOptions {
         get { options.withLock { $0 } }
         set { options.withLock { $0 = newValue } }
     }
@@ -43,7 +43,7 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     /// - Throws: ``TransferError/Code/invalidRequest`` for a top-level scalar
     ///   without `.fragmentsAllowed`, or a non-finite number.
     public static func encode(
-        _ value: JSONValue, options: JSONSerialization.WritingOptions = [], url: URL? = nil
+        _ value: JSONValue, options: JSONWritingOptions = [], url: URL? = nil
     ) throws(TransferError) -> Data {
         switch value {
         case .array, .object:
@@ -68,4 +68,23 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
                 underlying: error)
         }
     }
+}
+
+/// How ``JSONRequestSerializer`` writes JSON (the options of Foundation's
+/// `JSONSerialization.WritingOptions`, with the same raw values;
+/// TransferFoundation converts one into the other).
+public struct JSONWritingOptions: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt
+
+    /// A writing option with this raw value.
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+
+    /// Indented, one member per line.
+    public static let prettyPrinted = JSONWritingOptions(rawValue: 1 << 0)
+    /// Object members in key order.
+    public static let sortedKeys = JSONWritingOptions(rawValue: 1 << 1)
+    /// The top level may be a string, number, boolean or null.
+    public static let fragmentsAllowed = JSONWritingOptions(rawValue: 1 << 2)
+    /// `/` is written as is, not as `\/`.
+    public static let withoutEscapingSlashes = JSONWritingOptions(rawValue: 1 << 3)
 }

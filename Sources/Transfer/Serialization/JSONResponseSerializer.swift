@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Validates and parses JSON into a ``JSONValue`` (AFNetworking's
 /// `AFJSONResponseSerializer`).
@@ -17,15 +17,15 @@ public struct JSONResponseSerializer: ResponseSerializer {
 
     public var acceptableStatusCodes = ResponseValidation.successStatusCodes
     public var acceptableContentTypes: Set<String>? = JSONResponseSerializer.defaultContentTypes
-    /// `JSONSerialization` reading options (`.fragmentsAllowed`, `.json5Allowed`,
+    /// Reading options (`.fragmentsAllowed`, `.json5Allowed`,
     /// `.topLevelDictionaryAssumed`; the mutability options mean nothing for
     /// value types). Default none.
-    public var readingOptions: JSONSerialization.ReadingOptions
+    public var readingOptions: JSONReadingOptions
     /// Drop keys whose value is `null` (AFNetworking's `removesKeysWithNullValues`).
     public var removesKeysWithNullValues: Bool
 
     /// A JSON serializer with `readingOptions`.
-    public init(readingOptions: JSONSerialization.ReadingOptions = [], removesKeysWithNullValues: Bool = false) {
+    public init(readingOptions: JSONReadingOptions = [], removesKeysWithNullValues: Bool = false) {
         self.readingOptions = readingOptions
         self.removesKeysWithNullValues = removesKeysWithNullValues
     }
@@ -52,9 +52,63 @@ public struct JSONResponseSerializer: ResponseSerializer {
 
     private static let singleSpace = Data(" ".utf8)
 
-    /// Parses `data` with `JSONSerialization` and converts the result.
-    public static func parse(_ data: Data, options: JSONSerialization.ReadingOptions = []) throws -> JSONValue {
-        let object = try JSONSerialization.jsonObject(with: data, options: options)
-        return try JSONValue(any: object)
+    /// Parses `data` as one JSON value.
+    ///
+    /// Strict RFC 8259 by default (the core's own parser): an integer that
+    /// fits an `Int` is ``JSONValue/int(_:)``, any other number a
+    /// ``JSONValue/double(_:)``. `.topLevelDictionaryAssumed` reads a text
+    /// that does not start with `{` as the members of an object. With
+    /// `.json5Allowed` the text goes through `JSONDecoder` instead.
+    ///
+    /// - Throws: ``JSONParseError`` (or the decoder's error) for text that is
+    ///   not JSON, or a top-level scalar without `.fragmentsAllowed`.
+    public static func parse(_ data: Data, options: JSONReadingOptions = []) throws -> JSONValue {
+        let fragments = options.contains(.fragmentsAllowed)
+        guard options.contains(.json5Allowed) else {
+            let blanks: Set<UInt8> = [0x20, 0x0A, 0x0D, 0x09]
+            if options.contains(.topLevelDictionaryAssumed),
+                data.first(where: { !blanks.contains($0) }) != UInt8(ascii: "{")
+            {
+                var members = Data("{".utf8)
+                members.append(data)
+                members.append(UInt8(ascii: "}"))
+                return try JSONParser.parse(members, fragmentsAllowed: false)
+            }
+            return try JSONParser.parse(data, fragmentsAllowed: fragments)
+        }
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = options.contains(.json5Allowed)
+        decoder.assumesTopLevelDictionary = options.contains(.topLevelDictionaryAssumed)
+        let value = try decoder.decode(JSONValue.self, from: data)
+        switch value {
+        case .array, .object:
+            return value
+        default:
+            guard fragments else {
+                throw JSONParseError(offset: 0, reason: "the top level is not an array or an object (fragments are not allowed)")
+            }
+            return value
+        }
     }
+}
+
+/// How ``JSONResponseSerializer`` reads JSON (the options of Foundation's
+/// `JSONSerialization.ReadingOptions`, with the same raw values;
+/// TransferFoundation converts one into the other).
+public struct JSONReadingOptions: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt
+
+    /// A reading option with this raw value.
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+
+    /// Accepted for compatibility; values are immutable anyway.
+    public static let mutableContainers = JSONReadingOptions(rawValue: 1 << 0)
+    /// Accepted for compatibility; values are immutable anyway.
+    public static let mutableLeaves = JSONReadingOptions(rawValue: 1 << 1)
+    /// The top level may be a string, number, boolean or null.
+    public static let fragmentsAllowed = JSONReadingOptions(rawValue: 1 << 2)
+    /// JSON5 syntax (comments, trailing commas, unquoted keys, ...).
+    public static let json5Allowed = JSONReadingOptions(rawValue: 1 << 3)
+    /// The text is the members of an object without the braces.
+    public static let topLevelDictionaryAssumed = JSONReadingOptions(rawValue: 1 << 4)
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -13,7 +13,7 @@ import Synchronization
 /// built in the closure of ``HTTPRequestSerializer/multipartFormRequest(method:urlString:parameters:headers:constructingBody:)``.
 ///
 /// Nothing is read when a part is appended: files and streams are read while
-/// the body is sent, through a ``MultipartBodyStream``, so a multi-GiB file
+/// the body is sent, through a ``MultipartBodySource``, so a multi-GiB file
 /// costs constant memory. The body's length is known exactly up front
 /// (Content-Length) because every part has a known length.
 ///
@@ -59,7 +59,7 @@ public struct MultipartFormData: Sendable {
     enum Source: Sendable {
         case data(Data)
         case file(URL)
-        case stream(OneShotInputStream)
+        case stream(OneShotSource)
         case provider(BodyStreamProvider)
     }
 
@@ -122,20 +122,21 @@ public struct MultipartFormData: Sendable {
                 length: length, source: .file(fileURL)))
     }
 
-    /// Appends `length` bytes read from `inputStream` while the body is sent.
+    /// Appends `length` bytes read from `source` while the body is sent
+    /// (TransferFoundation's `append(inputStream:…)` with an `InputStream`).
     ///
-    /// - Note: An `InputStream` can be read once; if the body has to be sent
+    /// - Note: A source is read once; if the body has to be sent
     ///   again (a redirect or an authentication retry), the second attempt
     ///   fails with ``TransferError/Code/invalidRequest``. Use
     ///   ``append(streamProvider:name:fileName:length:mimeType:)`` to allow replay.
     public mutating func append(
-        inputStream: InputStream, name: String, fileName: String, length: Int64,
+        bodySource source: any BodySource, name: String, fileName: String, length: Int64,
         mimeType: String
     ) {
         parts.append(
             Part(
                 headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
-                length: max(0, length), source: .stream(OneShotInputStream(inputStream))))
+                length: max(0, length), source: .stream(OneShotSource(source))))
     }
 
     /// Appends `length` bytes from a stream made by `streamProvider`, asked
@@ -205,9 +206,10 @@ public struct MultipartFormData: Sendable {
 
     var closingBoundary: Data { Data("\r\n--\(boundary)--\r\n".utf8) }
 
-    /// A new stream over the whole body, from the first byte.
-    public func makeStream() -> MultipartBodyStream {
-        MultipartBodyStream(form: self)
+    /// A new source over the whole body, from the first byte
+    /// (TransferFoundation's `makeStream()` gives an `InputStream`).
+    public func makeSource() -> MultipartBodySource {
+        MultipartBodySource(form: self)
     }
 
     /// Sets Content-Type, Content-Length and a streamed body on `request`
@@ -231,7 +233,7 @@ public struct MultipartFormData: Sendable {
         let length = contentLength
         result.headers["Content-Length"] = String(length)
         let form = self
-        result.body = .stream(BodyStreamProvider { form.makeStream() }, length: length)
+        result.body = .stream(BodyStreamProvider(source: { form.makeSource() }), length: length)
         return result
     }
 
@@ -287,16 +289,16 @@ public struct MultipartFormData: Sendable {
     }
 }
 
-/// Hands a caller's `InputStream` to the first body stream that asks.
-final class OneShotInputStream: @unchecked Sendable {
-    // @unchecked: `stream` is handed out by `take()` at most once, decided
+/// Hands a caller's body source to the first body that asks.
+final class OneShotSource: @unchecked Sendable {
+    // @unchecked: `source` is handed out by `take()` at most once, decided
     // under the `claimed` lock, so no two threads ever use it.
     private let claimed = Protected(false)
-    private let stream: InputStream
+    private let stream: any BodySource
 
-    init(_ stream: InputStream) { self.stream = stream }
+    init(_ stream: any BodySource) { self.stream = stream }
 
-    func take() -> InputStream? {
+    func take() -> (any BodySource)? {
         let first = claimed.withLock { claimed in
             defer { claimed = true }
             return !claimed

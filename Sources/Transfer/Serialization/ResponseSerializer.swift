@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Validates a response and turns its body into a value (AFNetworking's
 /// `AFURLResponseSerialization` with `AFHTTPResponseSerializer`'s validation).
@@ -18,7 +18,7 @@ public protocol ResponseSerializer: Sendable {
     associatedtype SerializedObject: Sendable
 
     /// Status codes that pass validation (default 200–299).
-    var acceptableStatusCodes: IndexSet { get set }
+    var acceptableStatusCodes: StatusCodeSet { get set }
     /// MIME types that pass validation (lower-case, no parameters); nil accepts any.
     var acceptableContentTypes: Set<String>? { get set }
 
@@ -107,7 +107,7 @@ public struct AnyResponseSerializer: ResponseSerializer {
         }
     }
 
-    public var acceptableStatusCodes: IndexSet {
+    public var acceptableStatusCodes: StatusCodeSet {
         get { base.acceptableStatusCodes }
         set { base.acceptableStatusCodes = newValue }
     }
@@ -131,7 +131,7 @@ public struct AnyResponseSerializer: ResponseSerializer {
 /// AFNetworking's validation rules, shared by every serializer.
 public enum ResponseValidation {
     /// 200–299.
-    public static let successStatusCodes = IndexSet(integersIn: 200..<300)
+    public static let successStatusCodes = StatusCodeSet(200..<300)
 
     /// Throws ``TransferError/Code/unacceptableContentType`` when the body is
     /// not empty and its MIME type is missing or not in `contentTypes`, and
@@ -139,7 +139,7 @@ public enum ResponseValidation {
     /// `statusCodes`. When both fail, the status error is thrown with the
     /// content-type error as its underlying error. A nil response passes.
     public static func validate(
-        response: HTTPResponse?, data: Data?, statusCodes: IndexSet, contentTypes: Set<String>?
+        response: HTTPResponse?, data: Data?, statusCodes: StatusCodeSet, contentTypes: Set<String>?
     ) throws(TransferError) {
         guard let response else { return }
         var failure: TransferError?

@@ -1,6 +1,6 @@
-import Foundation
+import Dispatch
 
-/// Reads a streamed upload body (`InputStream`) on a thread of its own into a
+/// Reads a streamed upload body (a ``BodySource``) on a thread of its own into a
 /// bounded buffer that the engine drains, so a stream that blocks (a pipe, a
 /// socket, a slow producer) never blocks the engine thread and the other
 /// transfers of the session.
@@ -11,10 +11,10 @@ import Foundation
 ///   error arrive.
 /// - ``rewind()`` runs on the engine thread too (a redirect or an auth retry
 ///   needs the body again): it drops the buffer and answers at once; a new
-///   reader thread asks `reopen` for a fresh stream (the
-///   `taskNeedNewBodyStream` hook, on the delegate queue) and fills the buffer.
+///   reader thread asks `reopen` for a fresh source (the
+///   `taskNeedNewBodySource` hook, on the delegate queue) and fills the buffer.
 /// - ``stop()`` ends the reader after its current read returns. A read that
-///   blocks forever keeps its thread until the stream is closed by its owner.
+///   blocks forever keeps its thread until the source is ended by its owner.
 ///
 /// @unchecked Sendable: every stored property below `condition` is guarded by it.
 final class BodyStreamPump: @unchecked Sendable {
@@ -34,22 +34,22 @@ final class BodyStreamPump: @unchecked Sendable {
     private var engineID: UInt64 = 0
     private var notifyPending = false
 
-    private let reopen: @Sendable () -> InputStream?
+    private let reopen: @Sendable () -> (any BodySource)?
     private let notify: @Sendable (UInt64) -> Void
 
     /// - Parameters:
-    ///   - reopen: a fresh stream after a rewind (nil: the body cannot be sent again).
+    ///   - reopen: a fresh source after a rewind (nil: the body cannot be sent again).
     ///     Runs on the reader thread.
     ///   - notify: tells the engine the transfer with this id has something to read.
-    init(reopen: @escaping @Sendable () -> InputStream?, notify: @escaping @Sendable (UInt64) -> Void) {
+    init(reopen: @escaping @Sendable () -> (any BodySource)?, notify: @escaping @Sendable (UInt64) -> Void) {
         self.reopen = reopen
         self.notify = notify
     }
 
-    /// Starts reading `stream` (not yet opened) on a new thread.
-    func start(_ stream: InputStream) {
-        let first = StreamHandOver(stream)
-        startReader(generation: condition.withLock { generation }) { first.stream }
+    /// Starts reading `source` (not yet read) on a new thread.
+    func start(_ source: any BodySource) {
+        let first = SourceHandOver(source)
+        startReader(generation: condition.withLock { generation }) { first.source }
     }
 
     /// The engine id, known once the transfer was submitted. A wake-up asked
@@ -121,7 +121,7 @@ final class BodyStreamPump: @unchecked Sendable {
         }
     }
 
-    private func startReader(generation: Int, open: @escaping @Sendable () -> InputStream?) {
+    private func startReader(generation: Int, open: @escaping @Sendable () -> (any BodySource)?) {
         detachThread { [self] in
             pump(generation: generation, open: open)
         }
@@ -129,13 +129,12 @@ final class BodyStreamPump: @unchecked Sendable {
 
     /// Reader thread: fills the buffer from the stream until its end, an error,
     /// a rewind (a newer generation) or stop().
-    private func pump(generation mine: Int, open: @Sendable () -> InputStream?) {
-        guard let stream = open() else {
+    private func pump(generation mine: Int, open: @Sendable () -> (any BodySource)?) {
+        guard let source = open() else {
             finish(mine, failure: "no stream to send the body again (taskNeedNewBodyStream gave none)")
             return
         }
-        stream.open()
-        defer { stream.close() }
+        defer { source.close() }
         var chunk = [UInt8](repeating: 0, count: Self.chunkSize)
         while true {
             let live: Bool = condition.withLock {
@@ -145,8 +144,13 @@ final class BodyStreamPump: @unchecked Sendable {
                 return generation == mine && !stopped
             }
             guard live else { return }
-            let count = chunk.withUnsafeMutableBufferPointer { buffer in
-                stream.read(buffer.baseAddress!, maxLength: buffer.count)
+            let count: Int
+            do {
+                count = try chunk.withUnsafeMutableBytes { buffer in try source.read(into: buffer) }
+            } catch {
+                let reason = (error as? TransferError)?.message ?? String(describing: error)
+                finish(mine, failure: "the body stream failed: \(reason)")
+                return
             }
             if count > 0 {
                 let wake: UInt64? = condition.withLock {
@@ -161,9 +165,7 @@ final class BodyStreamPump: @unchecked Sendable {
                 if let wake { notify(wake) }
                 continue
             }
-            let reason = count < 0
-                ? "the body stream failed: \(stream.streamError?.localizedDescription ?? "read error")" : nil
-            finish(mine, failure: reason)
+            finish(mine, failure: count < 0 ? "the body stream failed: read error" : nil)
             return
         }
     }
@@ -190,9 +192,9 @@ final class BodyStreamPump: @unchecked Sendable {
     }
 }
 
-/// Moves a not-yet-opened stream to the reader thread that alone uses it.
+/// Moves a not-yet-read source to the reader thread that alone uses it.
 /// @unchecked Sendable: handed over once, never used by the sender again.
-private final class StreamHandOver: @unchecked Sendable {
-    let stream: InputStream
-    init(_ stream: InputStream) { self.stream = stream }
+private final class SourceHandOver: @unchecked Sendable {
+    let source: any BodySource
+    init(_ source: any BodySource) { self.source = source }
 }

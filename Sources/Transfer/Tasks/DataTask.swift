@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -302,7 +303,7 @@ public class DataTask: TransferTask, @unchecked Sendable {
         session.runSerialization { [self] in
             let serializer = makeSerializer?() ?? session.responseSerializer
             var userInfo = info.value
-            userInfo[TransferNotificationKey.responseSerializer] = serializer
+            userInfo[TransferEventKey.responseSerializer] = serializer
             let result: Result<(any Sendable)?, TransferError>
             if let error {
                 result = .failure(ResponseValidation.attaching(response: response, data: resultData, to: error))
@@ -311,13 +312,13 @@ public class DataTask: TransferTask, @unchecked Sendable {
                     result = .success(try serializer.serializedValue(response: response, data: resultData, error: nil))
                 } catch {
                     result = .failure(error)
-                    userInfo[TransferNotificationKey.error] = error
+                    userInfo[TransferEventKey.error] = error
                 }
             }
-            if case .success(let value?) = result { userInfo[TransferNotificationKey.serializedResponse] = value }
+            if case .success(let value?) = result { userInfo[TransferEventKey.serializedResponse] = value }
             if let handler { session.runCompletion { handler(self, result) } }
             // As AF: posted after the completion handlers were queued.
-            session.postNotification(TransferNotifications.didComplete, task: self, userInfo: userInfo, fromAnyQueue: true)
+            session.postNotification(.taskDidComplete, task: self, userInfo: userInfo, fromAnyQueue: true)
             waiter?.taskDidComplete(self, error: error)
         }
     }
@@ -362,7 +363,7 @@ public final class UploadTask: DataTask, @unchecked Sendable {
     // submit and freed once after finish.
 
     private let body: Request.Body
-    private let source = BodySource()
+    private let source = LentUploadBody()
 
     init(session: SessionManager, identifier: Int, request: Request, body: Request.Body, delegate: TaskDelegate,
          bodyBuffer: ResponseBodyBuffer? = nil, completionHandler: CompletionHandler?, ending: Ending = Ending())
@@ -392,7 +393,7 @@ public final class UploadTask: DataTask, @unchecked Sendable {
             }
             spec.setBody(file: url.path, offset: offset, length: length ?? -1, strings: strings)
         case .stream(let provider, let length):
-            guard let first = provider.makeStream() else {
+            guard let first = provider.makeSource() else {
                 throw TransferError(.invalidRequest, "the body stream provider gave no stream", url: originalRequest.url)
             }
             // Read on a thread of its own, never on the engine thread.
@@ -400,10 +401,10 @@ public final class UploadTask: DataTask, @unchecked Sendable {
                 guard let self else { return nil }
                 let session = self.session
                 // A redirect or retry needs the body again: ask the hook, then the provider.
-                if let hook = session.hooks.taskNeedNewBodyStream {
-                    return session.delegateQueue.sync { hook(session, self) } ?? provider.makeStream()
+                if let hook = session.hooks.taskNeedNewBodySource {
+                    return session.delegateQueue.sync { hook(session, self) } ?? provider.makeSource()
                 }
-                return provider.makeStream()
+                return provider.makeSource()
             }, notify: { [weak engine = session.transfers] id in
                 engine?.bodyReady(id)
             })
@@ -445,7 +446,7 @@ public final class UploadTask: DataTask, @unchecked Sendable {
 
 /// The body an upload task lends the engine: a private copy of in-memory
 /// bytes (the engine borrows it until finish) or the pump of a streamed body.
-private final class BodySource: Sendable {
+private final class LentUploadBody: Sendable {
     private let state = Protected<(copy: LentBody?, pump: BodyStreamPump?)>((nil, nil))
 
     /// The task's copy of `data`, made at the first hop and reused by later ones

@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -187,12 +188,12 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
                 } catch let moveError {
                     error = moveError
                     try? FileManager.default.removeItem(at: written)
-                    session.postNotification(.transferDownloadDidFailToMoveFile, task: self,
-                                             userInfo: [TransferNotificationKey.error: moveError])
+                    session.postNotification(.downloadDidFailToMoveFile, task: self,
+                                             userInfo: [TransferEventKey.error: moveError])
                 }
             }
             if error == nil, fileURL != nil {
-                session.postNotification(.transferDownloadDidMoveFile, task: self, userInfo: [:])
+                session.postNotification(.downloadDidMoveFile, task: self, userInfo: [:])
             }
         }
         if let e = error, e.code == .cancelled, outcome.bytesOnDisk > 0, let handler = takeResumeDataHandler() {

@@ -270,8 +270,8 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
     private func announce(_ state: TaskState) {
         notifyState(state)
         switch state {
-        case .running: session.postTaskNotification(.transferTaskDidResume, task: self)
-        case .suspended: session.postTaskNotification(.transferTaskDidSuspend, task: self)
+        case .running: session.postTaskNotification(.taskDidResume, task: self)
+        case .suspended: session.postTaskNotification(.taskDidSuspend, task: self)
         default: break
         }
     }
@@ -621,12 +621,12 @@ public final class SegmentedDownload: TransferTask, @unchecked Sendable {
         // Out of the task lists before anyone hears of the completion.
         session.forget(self)
         var userInfo: [String: Any] = [:]
-        if let response { userInfo[TransferNotificationKey.response] = response }
+        if let response { userInfo[TransferEventKey.response] = response }
         switch result {
-        case .success(let url): userInfo[TransferNotificationKey.assetPath] = url
-        case .failure(let error): userInfo[TransferNotificationKey.error] = error
+        case .success(let url): userInfo[TransferEventKey.assetPath] = url
+        case .failure(let error): userInfo[TransferEventKey.error] = error
         }
-        session.postNotification(TransferNotifications.didComplete, task: self, userInfo: userInfo)
+        session.postNotification(.taskDidComplete, task: self, userInfo: userInfo)
         if let completionHandler {
             let fileURL = try? result.get()
             let error: TransferError? = if case .failure(let e) = result { e } else { nil }

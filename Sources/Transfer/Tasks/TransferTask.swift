@@ -671,9 +671,9 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         }
         switch state {
         case .running:
-            session.postTaskNotification(.transferTaskDidResume, task: self)
+            session.postTaskNotification(.taskDidResume, task: self)
         case .suspended:
-            session.postTaskNotification(.transferTaskDidSuspend, task: self)
+            session.postTaskNotification(.taskDidSuspend, task: self)
         default:
             break
         }

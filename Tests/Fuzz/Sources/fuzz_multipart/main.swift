@@ -1,7 +1,7 @@
 // Transfer only generates multipart bodies (nothing parses one), so this
 // fuzzes what takes user input there: the boundary, field names, file
 // names, MIME types and part headers, through request(byFinalizing:) and
-// the body stream. Properties: a boundary or header that could break the
+// the body source. Properties: a boundary or header that could break the
 // framing is refused with invalidRequest; an accepted form's stream gives
 // exactly Content-Length bytes, and each part's head has exactly the
 // header lines we set (a name can never inject a line or end the part).
@@ -31,18 +31,22 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         require(false, "no Content-Length")
         return 0
     }
-    let stream = form.makeStream()
-    stream.open()
+    let source = form.makeSource()
     var body = [UInt8]()
     var buffer = [UInt8](repeating: 0, count: 4096)
     while true {
-        let n = buffer.withUnsafeMutableBufferPointer { stream.read($0.baseAddress!, maxLength: $0.count) }
-        require(n >= 0, "stream error \(String(describing: stream.streamError))")
+        let n: Int
+        do {
+            n = try buffer.withUnsafeMutableBytes { try source.read(into: $0) }
+        } catch {
+            require(false, "stream error \(error)")
+            return 0
+        }
         if n == 0 { break }
         body += buffer[0..<n]
         require(body.count <= length, "stream longer than Content-Length")
     }
-    stream.close()
+    source.close()
     require(body.count == length, "stream gives \(body.count) bytes, Content-Length says \(length)")
     // Each part starts with the boundary line; its head ends at the first
     // empty line and has one line per header we set.

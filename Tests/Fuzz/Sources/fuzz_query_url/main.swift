@@ -14,8 +14,8 @@ let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let f = fields(bytes(data, size), 4)
     var parameters: JSONValue? = nil
-    if let object = try? JSONSerialization.jsonObject(with: Data(f[0].utf8), options: [.fragmentsAllowed]) {
-        parameters = try? JSONValue(any: object)
+    if let value = try? JSONResponseSerializer.parse(Data(f[0].utf8), options: [.fragmentsAllowed]) {
+        parameters = value
     } else if !f[0].isEmpty {
         parameters = .object([f[0]: .string(f[3])])
     }

@@ -1,42 +1,37 @@
-import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import FoundationEssentials
+import Glibc
 
 /// The encoded body of a ``MultipartFormData``, read part by part: boundaries
 /// and headers from memory, file parts with `read(2)` straight into the
-/// caller's buffer, stream parts from their stream. Memory use does not grow
+/// caller's buffer, stream parts from their source. Memory use does not grow
 /// with the body.
 ///
-/// A stream is read by one thread at a time (like any `InputStream`). A part
-/// whose file or stream ends before its announced length fails the stream
-/// (`streamStatus == .error`, `read` returns -1) rather than sending a body
-/// shorter than Content-Length.
-public final class MultipartBodyStream: InputStream {
+/// A source is read by one thread at a time. A part whose file or source ends
+/// before its announced length fails the body (`read(into:)` throws, and
+/// every later read too) rather than sending a body shorter than
+/// Content-Length. TransferFoundation's `MultipartBodyStream` is an
+/// `InputStream` over it.
+public final class MultipartBodySource: BodySource {
     private enum Segment {
         case bytes(Data)
         case file(URL, length: Int64)
-        case stream(() -> InputStream?, length: Int64)
+        case stream(() -> (any BodySource)?, length: Int64)
     }
 
     private let segments: [Segment]
     /// The throttle from the form; cleared to write the body at full speed.
-    var throttle: MultipartFormData.Throttle?
+    package var throttle: MultipartFormData.Throttle?
     /// The exact length of the body.
     public let contentLength: Int64
 
-    private var status: Stream.Status = .notOpen
-    private var error: (any Error)?
+    /// The error that ended the body, thrown again by every later read.
+    package private(set) var error: (any Error)?
+    private var closed = false
     private var index = 0
     /// Bytes of the current segment already read.
     private var offset: Int64 = 0
     private var descriptor: Int32 = -1
-    private var partStream: InputStream?
+    private var partSource: (any BodySource)?
 
     init(form: MultipartFormData) {
         var segments: [Segment] = []
@@ -62,7 +57,7 @@ public final class MultipartBodyStream: InputStream {
             case .provider(let provider):
                 segments.append(.bytes(pending))
                 pending = Data()
-                segments.append(.stream({ provider.makeStream() }, length: part.length))
+                segments.append(.stream({ provider.makeSource() }, length: part.length))
             }
         }
         if !form.parts.isEmpty { pending += form.closingBoundary }
@@ -73,69 +68,39 @@ public final class MultipartBodyStream: InputStream {
         }
         throttle = form.throttle
         contentLength = form.contentLength
-        super.init(data: Data())
     }
 
     deinit { closeCurrentSource() }
 
-    // MARK: InputStream
+    // MARK: BodySource
 
-    public override func open() {
-        guard status == .notOpen else { return }
-        status = index < segments.count ? .open : .atEnd
-    }
+    /// Whether every byte was read.
+    package var isAtEnd: Bool { index == segments.count }
 
-    public override func close() {
-        closeCurrentSource()
-        if status != .error { status = .closed }
-    }
-
-    public override var streamStatus: Stream.Status { status }
-    public override var streamError: (any Error)? { error }
-
-    public override var hasBytesAvailable: Bool {
-        status == .open && index < segments.count
-    }
-
-    public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
-        switch status {
-        case .open: break
-        case .notOpen:
-            // Lenient: a reader that forgot open() still gets the body.
-            open()
-            if status != .open { return 0 }
-        case .atEnd, .closed: return 0
-        default: return -1
-        }
-        var limit = maxLength
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        if let error { throw error }
+        guard !closed, let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return 0 }
+        var limit = buffer.count
         if let throttle { limit = min(limit, throttle.packetSize) }
         var total = 0
         while total < limit && index < segments.count {
-            let count = readSegment(into: buffer + total, maxLength: limit - total)
+            let count = readSegment(into: base + total, maxLength: limit - total)
             if count < 0 {
-                status = .error
                 closeCurrentSource()
-                return -1
+                throw error ?? TransferError(.invalidRequest, "a multipart part failed")
             }
             total += count
         }
-        if index == segments.count { status = .atEnd }
         if let throttle, throttle.delay > 0, total > 0 {
             usleep(useconds_t(max(0, min(throttle.delay, 3600)) * 1_000_000))
         }
         return total
     }
 
-    public override func getBuffer(
-        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>, length: UnsafeMutablePointer<Int>
-    ) -> Bool {
-        false
+    public func close() {
+        closeCurrentSource()
+        closed = true
     }
-
-    public override func property(forKey key: Stream.PropertyKey) -> AnyObject? { nil }
-    public override func setProperty(_ property: AnyObject?, forKey key: Stream.PropertyKey) -> Bool { false }
-    public override func schedule(in aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
-    public override func remove(from aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
 
     // MARK: Segments
 
@@ -179,18 +144,19 @@ public final class MultipartBodyStream: InputStream {
                 advance(by: 0, length: 0)
                 return 0
             }
-            if partStream == nil {
-                guard let stream = makeStream() else {
+            if partSource == nil {
+                guard let source = makeStream() else {
                     return fail(errno: 0, "an input stream part cannot be read twice; use a stream provider")
                 }
-                if stream.streamStatus == .notOpen { stream.open() }
-                partStream = stream
+                partSource = source
             }
-            guard let stream = partStream else { return -1 }
+            guard let source = partSource else { return -1 }
             let wanted = Int(min(Int64(maxLength), length - offset))
-            let count = stream.read(buffer, maxLength: wanted)
-            if count < 0 {
-                error = stream.streamError ?? TransferError(.invalidRequest, "an input stream part failed")
+            let count: Int
+            do {
+                count = try source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: wanted))
+            } catch {
+                self.error = error
                 return -1
             }
             if count == 0 {
@@ -224,15 +190,15 @@ public final class MultipartBodyStream: InputStream {
             posixClose(descriptor)
             descriptor = -1
         }
-        if let stream = partStream {
-            stream.close()
-            partStream = nil
+        if let source = partSource {
+            source.close()
+            partSource = nil
         }
     }
 }
 
-// File-scope wrappers: inside the class, `open`, `read` and `close` name the
-// InputStream methods.
+// File-scope wrappers: inside the class, `read` and `close` name the
+// BodySource methods.
 private func posixOpen(_ path: String, _ flags: Int32) -> Int32 { open(path, flags) }
 
 private func posixRead(_ descriptor: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ count: Int) -> Int {
