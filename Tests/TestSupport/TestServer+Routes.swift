@@ -54,8 +54,9 @@ import Foundation
 //                                 status C (default 503) with `Retry-After: V` when given, or
 //                                 with fail=reset a connection reset before any answer; then
 //                                 200 with "attempt A\n" (A counts all requests under K).
-//   /bearer/T                     200 JSON when `Authorization: Bearer T`, else 401 with
-//                                 WWW-Authenticate: Bearer.
+//   /bearer/T?gate=G              200 JSON when `Authorization: Bearer T`, else 401 with
+//                                 WWW-Authenticate: Bearer; with gate=G the 401 waits for
+//                                 `openGate(G)` (counted in `heldAtGate`).
 //   /digest-auth/USER/PASS?algorithm=A&qop=auth|none&stale=1
 //                                 RFC 7616 Digest (DigestServer): 200 JSON to a right answer,
 //                                 else 401 with a challenge (realm "TestServer digest",
@@ -310,6 +311,8 @@ extension Connection {
             if head.header("authorization") == "Bearer \(parts[1])" {
                 return try respond(head, status: 200, contentType: "application/json", body: #"{"authenticated":true}"#)
             }
+            // A refusal waits at the gate, if one is named: every request is in before any 401 leaves.
+            if let gate = head.query("gate"), !waitForGate(gate) { throw ConnectionEnd.close }
             return try respond(
                 head, status: 401, extraHeaders: [("WWW-Authenticate", #"Bearer realm="TestServer""#)],
                 body: "token refused\n")

@@ -472,10 +472,6 @@ struct RetryTests {
         defer { plain.invalidateAndCancel() }
         let refreshURL = server.url("/flaky/0?key=refresh")
         let authenticator = BearerAuthenticator { _, _ in
-            // All five were refused with the old token before the new one exists.
-            try await Wait.until("five refusals", timeout: .seconds(20)) {
-                server.requests.filter { $0.path == "/bearer/new" }.count >= 5
-            }
             _ = try await plain.data(for: Request(url: refreshURL))
             return BearerToken(accessToken: "new")
         }
@@ -484,12 +480,24 @@ struct RetryTests {
         let session = try retrySession(interceptor)
         defer { session.invalidateAndCancel() }
 
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<5 {
-                group.addTask { try await session.data(for: Request(url: server.url("/bearer/new"))).1.statusCode }
+        // All five are sent with the old token before any refusal comes back: the
+        // server holds the 401s at a gate until the five are in (a request adapted
+        // after a refusal would wait for the refresh and never carry the old token).
+        let requests = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<5 {
+                    group.addTask {
+                        try await session.data(for: Request(url: server.url("/bearer/new?gate=old-five"))).1.statusCode
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
         }
+        try await Wait.until("five requests with the old token held", timeout: .seconds(20)) {
+            server.heldAtGate("old-five") >= 5
+        }
+        server.openGate("old-five")
+        let statuses = try await requests.value
 
         #expect(statuses == [200, 200, 200, 200, 200])
         #expect(server.hits("refresh") == 1)
@@ -504,32 +512,35 @@ struct RetryTests {
         struct Expired: Error {}
         let server = try await TestServer.start()
         defer { server.stop() }
-        let authenticator = BearerAuthenticator { _, _ in
-            try await Wait.until("three refusals", timeout: .seconds(20)) {
-                server.requests.filter { $0.path == "/bearer/new" }.count >= 3
-            }
-            throw Expired()
-        }
+        let authenticator = BearerAuthenticator { _, _ in throw Expired() }
         let interceptor = AuthenticationInterceptor(authenticator: authenticator,
                                                     credential: BearerToken(accessToken: "old"))
         let session = try retrySession(interceptor)
         defer { session.invalidateAndCancel() }
 
-        let errors = await withTaskGroup(of: TransferError?.self) { group in
-            for _ in 0..<3 {
-                group.addTask {
-                    do {
-                        _ = try await session.data(for: Request(url: server.url("/bearer/new")))
-                        return nil
-                    } catch let error as TransferError {
-                        return error
-                    } catch {
-                        return TransferError(.internalError, "\(error)")
+        // The three are refused together: the server holds the 401s until all are in.
+        let requests = Task {
+            await withTaskGroup(of: TransferError?.self) { group in
+                for _ in 0..<3 {
+                    group.addTask {
+                        do {
+                            _ = try await session.data(for: Request(url: server.url("/bearer/new?gate=old-three")))
+                            return nil
+                        } catch let error as TransferError {
+                            return error
+                        } catch {
+                            return TransferError(.internalError, "\(error)")
+                        }
                     }
                 }
+                return await group.reduce(into: []) { $0.append($1) }
             }
-            return await group.reduce(into: []) { $0.append($1) }
         }
+        try await Wait.until("three requests with the old token held", timeout: .seconds(20)) {
+            server.heldAtGate("old-three") >= 3
+        }
+        server.openGate("old-three")
+        let errors = await requests.value
 
         #expect(errors.count == 3)
         for error in errors {
