@@ -1,6 +1,7 @@
 // What every Swift benchmark client shares: the command line, the clock,
 // bounded concurrency, and the one JSON line each run prints.
-import Foundation
+import FoundationEssentials
+import Glibc
 import Histogram
 
 #if canImport(Glibc)
@@ -164,7 +165,7 @@ public struct BenchError: Error, CustomStringConvertible, Sendable {
 
 /// What one run counts; thread-safe so concurrent requests can add to it.
 public final class Tally: @unchecked Sendable {  // state behind `lock`
-    private let lock = NSLock()
+    private let lock = BenchLock()
     private var _bytes: Int64 = 0
     private var _requests = 0
     private var _errors = 0
@@ -242,7 +243,7 @@ public func forEachBounded(count: Int, concurrency: Int, tally: Tally,
 
 /// Latencies of an open-loop run, in microseconds, in an HdrHistogram (3 significant digits).
 public final class Latencies: @unchecked Sendable {  // state behind `lock`
-    private let lock = NSLock()
+    private let lock = BenchLock()
     private var histogram = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
 
     public init() {}
@@ -347,10 +348,53 @@ public func unsupported(client: String, options: Options, why: String) -> Int32 
 }
 
 private func printJSON(_ fields: [String: Any]) {
-    if let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]),
-        let line = String(data: data, encoding: .utf8)
-    {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    writeAll(STDOUT_FILENO, jsonText(fields) + "\n")
+}
+
+/// JSON of the values a result line holds (strings, integers, reals,
+/// booleans, arrays and objects of them), keys sorted; anything else is null.
+private func jsonText(_ value: Any) -> String {
+    switch value {
+    case let text as String:
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    case let flag as Bool: return flag ? "true" : "false"
+    case let number as Int: return String(number)
+    case let number as Int64: return String(number)
+    case let number as UInt64: return String(number)
+    case let number as Double: return number.isFinite ? "\(number)" : "null"
+    case let list as [Any]: return "[" + list.map(jsonText).joined(separator: ",") + "]"
+    case let object as [String: Any]:
+        return "{" + object.keys.sorted().map { jsonText($0) + ":" + jsonText(object[$0]!) }.joined(separator: ",") + "}"
+    default: return "null"
+    }
+}
+
+/// Writes all of `text` to a descriptor.
+private func writeAll(_ descriptor: Int32, _ text: String) {
+    var bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+        if written < 0 && errno == EINTR { continue }
+        if written <= 0 { return }
+        offset += written
     }
 }
 
@@ -362,8 +406,34 @@ public func benchMain(client: String, _ body: @escaping @Sendable (Options) asyn
         let options = try Options()
         status = try await body(options)
     } catch {
-        FileHandle.standardError.write(Data("bench-\(client): \(error)\n".utf8))
+        writeAll(STDERR_FILENO, "bench-\(client): \(error)\n")
         status = 2
     }
     exit(status)
+}
+
+/// A pthread mutex with lock/unlock/withLock (NSLock's shape, without Foundation).
+public final class BenchLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    public init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
+    }
+
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
+
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
 }

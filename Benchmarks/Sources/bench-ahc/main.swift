@@ -3,7 +3,8 @@
 // FileDownloadDelegate for downloads to a file.
 import AsyncHTTPClient
 import BenchCommon
-import Foundation
+import FoundationEssentials
+import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOSSL

@@ -8,7 +8,9 @@
 // threads after each (issue 30 item 7).
 import BenchCommon
 import CoreMetrics
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Logging
 import Synchronization
 import Tracing
@@ -77,7 +79,7 @@ func download(_ session: SessionManager, _ url: URL, to path: String, expected: 
 
 /// A byte count shared with the hook (which runs on the session's delegate queue).
 final class Counter: @unchecked Sendable {  // `count` behind `lock`
-    private let lock = NSLock()
+    private let lock = BenchLock()
     private var count: Int64 = 0
     func add(_ n: Int) { lock.withLock { count += Int64(n) } }
     var value: Int64 { lock.withLock { count } }
@@ -104,7 +106,7 @@ struct ProcessSample {
     var threads: Int
 
     static func now() -> ProcessSample {
-        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+        let fds = directoryEntryCount("/proc/self/fd")
         // The listing itself holds one descriptor open while it reads.
         return ProcessSample(rss: residentBytes(), fds: max(0, fds - 1), threads: statusValue("Threads"))
     }
@@ -309,4 +311,16 @@ await benchMain(client: "transfer") { options in
     let wall = monotonicSeconds() - start
     session.invalidateAndCancel()
     return report(client: "transfer", options: options, wall: wall, tally: tally, note: note, extra: extra)
+}
+
+/// The entries of a directory without `.` and `..` (0 when it cannot be read).
+func directoryEntryCount(_ path: String) -> Int {
+    guard let directory = opendir(path) else { return 0 }
+    defer { closedir(directory) }
+    var count = 0
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        if name != "." && name != ".." { count += 1 }
+    }
+    return count
 }
