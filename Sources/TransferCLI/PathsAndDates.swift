@@ -64,18 +64,6 @@ enum Path {
         guard stat(path, &info) == 0 else { return nil }
         return Int64(info.st_size)
     }
-
-    /// Every byte of standard input, read to its end.
-    static func readStandardInput() -> [UInt8] {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { return bytes }
-            bytes += chunk[..<count]
-        }
-    }
 }
 
 /// The dates of curl's `-z`: written as an HTTP date, read in the forms
