@@ -96,9 +96,8 @@ enum CurlDate {
         }
         // yyyy-MM-dd, then 'T' or ' ' and HH:mm:ss, then an optional zone after a 'T'.
         if chars.count >= 10, chars[4] == "-", chars[7] == "-" {
-            let day = date(year: number(chars[0..<4]), month: number(chars[5..<7]), day: number(chars[8..<10]),
-                           clock: chars.count == 10 ? [] : nil)
-            if chars.count == 10 { return day }
+            let year = number(chars[0..<4]), month = number(chars[5..<7]), day = number(chars[8..<10])
+            if chars.count == 10 { return date(year: year, month: month, day: day, clock: nil) }
             guard chars.count >= 19, chars[10] == "T" || chars[10] == " ",
                 let clock = clock(chars[11..<19])
             else { return nil }
@@ -111,8 +110,7 @@ enum CurlDate {
             } else {
                 return nil
             }
-            return date(year: number(chars[0..<4]), month: number(chars[5..<7]), day: number(chars[8..<10]),
-                        clock: clock)?.addingTimeInterval(-TimeInterval(offset))
+            return date(year: year, month: month, day: day, clock: clock)?.addingTimeInterval(-TimeInterval(offset))
         }
         // dd MMM yyyy[ HH:mm:ss]
         let fields = text.split(separator: " ")
