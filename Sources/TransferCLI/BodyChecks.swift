@@ -41,7 +41,9 @@ enum BodyCheck {
     }
 }
 
-/// Any property-list value, decoded only to be checked.
+/// Any property-list value, decoded only to be checked: a dictionary's
+/// members and an array's elements in turn, a scalar as one of the
+/// property-list scalar types.
 private struct AnyPropertyListValue: Decodable {
     private struct Key: CodingKey {
         var stringValue: String
@@ -50,6 +52,15 @@ private struct AnyPropertyListValue: Decodable {
         init?(intValue: Int) { nil }
     }
 
+    /// The scalar types of a property list but `Data`. The decoder has no
+    /// read of "any scalar", so they are asked in turn until one reads the
+    /// value; a failed read leaves a single-value container where it was, so
+    /// the order changes what it costs, not what passes. `Data` is asked last:
+    /// its error is the one reported for a value that is none of them.
+    private static let scalarTypes: [any (Decodable & Sendable).Type] = [
+        String.self, Bool.self, Int64.self, Double.self, Date.self,
+    ]
+
     init(from decoder: any Decoder) throws {
         if let members = try? decoder.container(keyedBy: Key.self) {
             for key in members.allKeys { _ = try members.decode(AnyPropertyListValue.self, forKey: key) }
@@ -57,12 +68,8 @@ private struct AnyPropertyListValue: Decodable {
             while !elements.isAtEnd { _ = try elements.decode(AnyPropertyListValue.self) }
         } else {
             let scalar = try decoder.singleValueContainer()
-            // A scalar's type is one of these; the one that decodes proves the value.
-            if (try? scalar.decode(String.self)) != nil || (try? scalar.decode(Bool.self)) != nil
-                || (try? scalar.decode(Int64.self)) != nil || (try? scalar.decode(Double.self)) != nil
-                || (try? scalar.decode(Date.self)) != nil
-            {
-                return
+            for type in Self.scalarTypes {
+                if (try? scalar.decode(type)) != nil { return }
             }
             _ = try scalar.decode(Data.self)
         }

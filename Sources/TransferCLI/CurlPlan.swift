@@ -211,7 +211,7 @@ enum CurlPlan {
 
     /// A file's bytes (`-` is stdin); exit 3 when it cannot be read.
     static func read(_ path: String, flag: String) throws(Failure) -> [UInt8] {
-        if path == "-" { return Path.readStandardInput() }
+        if path == "-" { return DescriptorBodySource(path: "-").readToEnd() }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Failure(.invalidRequest, "cannot read \(flag) file \(path)")
         }

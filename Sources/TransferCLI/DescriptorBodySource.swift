@@ -29,6 +29,18 @@ final class DescriptorBodySource: BodySource {
         }
     }
 
+    /// Every byte to the end, then closed: for an argument read whole
+    /// (`@-`). A read that fails ends the bytes there, as the end would.
+    func readToEnd() -> [UInt8] {
+        defer { close() }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while let count = try? chunk.withUnsafeMutableBytes({ try read(into: $0) }), count > 0 {
+            bytes += chunk[..<count]
+        }
+        return bytes
+    }
+
     func close() {
         closed = true
         if descriptor >= 0 {

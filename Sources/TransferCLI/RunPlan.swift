@@ -418,7 +418,7 @@ struct RunPlan: Sendable {
     private static func bodyValue(_ value: String, flag: String) throws(Failure) -> RequestBody {
         guard value.hasPrefix("@") else { return .data(Data(value.utf8)) }
         let path = String(value.dropFirst())
-        if path == "-" { return .data(Data(Path.readStandardInput())) }
+        if path == "-" { return .data(Data(DescriptorBodySource(path: "-").readToEnd())) }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw Failure(.invalidRequest, "cannot read \(flag) file \(path)")
         }

@@ -58,6 +58,26 @@ struct CLIStdinTests {
         #expect(server.requests.last?.header("transfer-encoding")?.lowercased() == "chunked")
     }
 
+    @Test("-d @- and --json @- read the whole of standard input, over many reads")
+    func dataAndJSONStdin() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let lines = Data(String(repeating: "abcdefghij\r\n", count: 20_000).utf8)   // 240,000 bytes
+        let data = try runCLI(["-s", "-d", "@-", server.url("/upload").absoluteString], stdin: lines)
+        #expect(data.status == 0, "\(data.stderrText)")
+        let sent = Data(lines.filter { $0 != 0x0A && $0 != 0x0D })   // curl's -d @FILE drops CR and LF
+        let dataReceipt = try #require(uploadReceipt(data), "\(data.stdoutText) \(data.stderrText)")
+        #expect(dataReceipt.length == sent.count)
+        #expect(dataReceipt.sha256 == FileDigest.sha256(sent))
+
+        let json = Data(("[" + Array(repeating: "\"0123456789\"", count: 15_000).joined(separator: ",\n") + "]").utf8)
+        let posted = try runCLI(["post", "-s", "--json", "@-", server.url("/upload").absoluteString], stdin: json)
+        #expect(posted.status == 0, "\(posted.stderrText)")
+        let jsonReceipt = try #require(uploadReceipt(posted), "\(posted.stdoutText) \(posted.stderrText)")
+        #expect(jsonReceipt.length == json.count)
+        #expect(jsonReceipt.sha256 == FileDigest.sha256(json))
+    }
+
     @Test("--data-binary STRING and @FILE send the bytes as they are")
     func dataBinaryStringAndFile() throws {
         let server = try TestServer.start()

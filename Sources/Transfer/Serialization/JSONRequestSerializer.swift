@@ -45,23 +45,12 @@ open class JSONRequestSerializer: HTTPRequestSerializer, @unchecked Sendable {
     public static func encode(
         _ value: JSONValue, options: JSONWritingOptions = [], url: URL? = nil
     ) throws(TransferError) -> Data {
-        switch value {
-        case .array, .object:
-            break
-        default:
-            guard options.contains(.fragmentsAllowed) else {
-                throw TransferError(
-                    .invalidRequest, "a JSON body must be an array or an object, not \(value.kindName)", url: url)
-            }
+        guard JSONOptionMapping.allowsTopLevel(value, fragmentsAllowed: options.contains(.fragmentsAllowed)) else {
+            throw TransferError(
+                .invalidRequest, "a JSON body must be an array or an object, not \(value.kindName)", url: url)
         }
-        let encoder = JSONEncoder()
-        var formatting: JSONEncoder.OutputFormatting = []
-        if options.contains(.prettyPrinted) { formatting.insert(.prettyPrinted) }
-        if options.contains(.sortedKeys) { formatting.insert(.sortedKeys) }
-        if options.contains(.withoutEscapingSlashes) { formatting.insert(.withoutEscapingSlashes) }
-        encoder.outputFormatting = formatting
         do {
-            return try encoder.encode(value)
+            return try JSONOptionMapping.encoder(for: options).encode(value)
         } catch {
             throw TransferError(
                 .invalidRequest, "the parameters are not valid JSON: \(error)", url: url,

@@ -76,19 +76,12 @@ public struct JSONResponseSerializer: ResponseSerializer {
             }
             return try JSONParser.parse(data, fragmentsAllowed: fragments)
         }
-        let decoder = JSONDecoder()
-        decoder.allowsJSON5 = options.contains(.json5Allowed)
-        decoder.assumesTopLevelDictionary = options.contains(.topLevelDictionaryAssumed)
-        let value = try decoder.decode(JSONValue.self, from: data)
-        switch value {
-        case .array, .object:
-            return value
-        default:
-            guard fragments else {
-                throw JSONParseError(offset: 0, reason: "the top level is not an array or an object (fragments are not allowed)")
-            }
-            return value
+        let value = try JSONOptionMapping.decoder(for: options).decode(JSONValue.self, from: data)
+        guard JSONOptionMapping.allowsTopLevel(value, fragmentsAllowed: fragments) else {
+            throw JSONParseError(
+                offset: 0, reason: "the top level is not an array or an object (fragments are not allowed)")
         }
+        return value
     }
 }
 

@@ -2,31 +2,10 @@ import Foundation
 import Testing
 @testable import TransferCLI
 
-/// The command's own path joins and `-z` dates (it runs without full
-/// Foundation, so without `NSString` paths and `DateFormatter`).
-@Suite("transfer command: paths and -z dates")
-struct PathsAndDatesTests {
-    @Test("paths join, split and name as NSString's path methods did")
-    func paths() {
-        #expect(Path.join("a", "b") == "a/b")
-        #expect(Path.join("a/", "/b") == "a/b")
-        #expect(Path.join("", "b") == "b")
-        #expect(Path.join("/", "b") == "/b")
-        #expect(Path.join("/out", "x.part") == "/out/x.part")
-        #expect(Path.parent("/a/b") == "/a")
-        #expect(Path.parent("a") == "")
-        #expect(Path.parent("/a") == "/")
-        #expect(Path.parent("a/b/") == "a")
-        #expect(Path.lastComponent("a/b/") == "b")
-        #expect(Path.lastComponent("/") == "/")
-        #expect(Path.lastComponent("name") == "name")
-        for (directory, name) in [("a", "b"), ("/x/y", "z.bin"), ("rel/dir", "f")] {
-            let joined = Path.join(directory, name)
-            #expect(Path.parent(joined) == directory)
-            #expect(Path.lastComponent(joined) == name)
-        }
-    }
-
+/// The command's `-z` dates (it runs without full Foundation, so without
+/// `DateFormatter`).
+@Suite("transfer command: -z dates")
+struct CurlDateTests {
     @Test("-z dates: an IMF-fixdate is written, and curl's common forms are read in UTC")
     func dates() {
         let instant = Date(timeIntervalSince1970: 784_111_777)   // Sun, 06 Nov 1994 08:49:37 GMT
