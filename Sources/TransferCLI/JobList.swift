@@ -100,8 +100,7 @@ struct JobMaker: Sendable {
 /// The URL strings of a run, in order, with their positions: the arguments,
 /// then the lines of the URL file (blank lines and `#` comments skipped),
 /// read 64 KiB at a time as they are taken.
-final class URLStream: @unchecked Sendable {
-    // @unchecked Sendable: every stored property but `lock` is behind `lock`.
+final class URLStream: Sendable {
     enum Entry {
         case url(String)
         /// A line that is no URL at all (longer than 1 MiB), or the file
@@ -109,62 +108,65 @@ final class URLStream: @unchecked Sendable {
         case unreadable(Failure)
     }
 
-    private let lock = PlainLock()
-    /// Entries read and not yet taken: the arguments, then lines read ahead.
-    private var ahead: [Entry]
-    private var head = 0
-    /// Entries taken so far (the next one's index).
-    private var taken = 0
-    private var file: URLFile.Lines?
+    private struct State {
+        /// Entries read and not yet taken: the arguments, then lines read ahead.
+        var ahead: [Entry]
+        var head = 0
+        /// Entries taken so far (the next one's index).
+        var taken = 0
+        var file: URLFile.Lines?
+
+        /// The next line of the file; nil at its end.
+        mutating func readLine() -> Entry? {
+            guard let lines = file else { return nil }
+            do throws(Failure) {
+                switch try lines.next() {
+                case .success(let line): return .url(line)
+                case .failure(let failure): return .unreadable(failure)   // one line: the file goes on
+                case nil:
+                    file = nil
+                    return nil
+                }
+            } catch {
+                file = nil
+                return .unreadable(error)
+            }
+        }
+    }
+
+    private let state: Protected<State>
 
     /// - Throws: ``Failure`` (exit 3) when the URL file cannot be opened.
     init(arguments: [String], urlFile: String?) throws(Failure) {
-        ahead = arguments.map { Entry.url($0) }
-        file = try urlFile.map { path throws(Failure) in try URLFile.Lines(path: path) }
+        let file = try urlFile.map { path throws(Failure) in try URLFile.Lines(path: path) }
+        state = Protected(State(ahead: arguments.map { Entry.url($0) }, file: file))
     }
 
     /// The next URL and its position, or nil at the end.
     func next() -> (Int, Entry)? {
-        lock.lock()
-        defer { lock.unlock() }
-        if head == ahead.count {
-            ahead.removeAll(keepingCapacity: true)
-            head = 0
-            guard let entry = readLine() else { return nil }
-            ahead.append(entry)
+        state.withLock { state in
+            if state.head == state.ahead.count {
+                state.ahead.removeAll(keepingCapacity: true)
+                state.head = 0
+                guard let entry = state.readLine() else { return nil }
+                state.ahead.append(entry)
+            }
+            let entry = state.ahead[state.head]
+            state.head += 1
+            if state.head > 1024 && state.head * 2 > state.ahead.count {
+                state.ahead.removeFirst(state.head)
+                state.head = 0
+            }
+            defer { state.taken += 1 }
+            return (state.taken, entry)
         }
-        let entry = ahead[head]
-        head += 1
-        if head > 1024 && head * 2 > ahead.count {
-            ahead.removeFirst(head)
-            head = 0
-        }
-        defer { taken += 1 }
-        return (taken, entry)
     }
 
     /// How many entries are left, counting no further than `limit`.
     func count(upTo limit: Int) -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        while ahead.count - head < limit, let entry = readLine() { ahead.append(entry) }
-        return min(limit, ahead.count - head)
-    }
-
-    /// The next line of the file (lock held); nil at its end.
-    private func readLine() -> Entry? {
-        guard let lines = file else { return nil }
-        do throws(Failure) {
-            switch try lines.next() {
-            case .success(let line): return .url(line)
-            case .failure(let failure): return .unreadable(failure)   // one line: the file goes on
-            case nil:
-                file = nil
-                return nil
-            }
-        } catch {
-            file = nil
-            return .unreadable(error)
+        state.withLock { state in
+            while state.ahead.count - state.head < limit, let entry = state.readLine() { state.ahead.append(entry) }
+            return min(limit, state.ahead.count - state.head)
         }
     }
 }

@@ -166,7 +166,8 @@ final class Runner: Sendable {
                                    collectsMetrics: metrics != nil || plan.verbose)
         let batch = Task { [self] () -> FailureLog in
             var failures = FailureLog()
-            for await element in session.results(for: requests, options: options) {
+            var results = session.results(for: requests, options: options).makeAsyncIterator()
+            while let element = await results.next() {
                 for job in requests.takeInvalid() { failures.add(job, invalid(job)) }
                 guard let job = requests.take(element.index) else { continue }
                 var failure: Failure?
@@ -189,9 +190,11 @@ final class Runner: Sendable {
                        received: element.metrics?.bodyBytesReceived ?? element.bytesReceived,
                        sent: element.metrics?.bodyBytesSent ?? 0, failure: failure)
                 failures.add(job, failure)
-                // Each line goes out as its transfer ends (a watcher of the
-                // metrics stream must not wait for slower ones).
-                metrics?.flush()
+                // The lines go out once every result received so far is
+                // taken: before the next wait, so a watcher of the metrics
+                // stream never waits on slower transfers, in one write per
+                // loop pass rather than one per transfer.
+                if results.readyCount == 0 { metrics?.flush() }
             }
             for job in requests.takeInvalid() { failures.add(job, invalid(job)) }
             return failures

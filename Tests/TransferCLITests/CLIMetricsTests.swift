@@ -46,6 +46,38 @@ struct CLIMetricsTests {
         }
     }
 
+    @Test("a finished transfer's line is in the file while a slower transfer of the run is still held")
+    func lineBeforeTheSlowerTransferEnds() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let metrics = directory.file("metrics.jsonl").path
+        let held = server.url("/hold/4096?gate=metrics-held&seed=1").absoluteString
+        let quick = server.url("/bytes/32?seed=2").absoluteString
+
+        // When: the run is under way, one transfer held at the server's gate.
+        let run = Task.detached {
+            try CLI.run(["get", "-s", "--parallel", "2", "--discard", "--metrics", metrics, held, quick])
+        }
+        // Then: the quick transfer's line is written before the held one can end.
+        var open = false
+        defer { if !open { server.openGate("metrics-held") } }   // the run ends if a wait failed
+        try await Wait.until("the quick transfer's line while the other is held", timeout: .seconds(30)) {
+            let text = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
+            return server.heldAtGate("metrics-held") == 1 && records(text).count == 1
+        }
+        let first = records(try String(contentsOfFile: metrics, encoding: .utf8))
+        #expect(first.first?["url"] as? String == quick)
+        #expect(server.heldAtGate("metrics-held") == 1)
+
+        server.openGate("metrics-held")
+        open = true
+        let output = try await run.value
+        #expect(output.status == 0, "\(output.stderrText)")
+        let lines = records(try String(contentsOfFile: metrics, encoding: .utf8))
+        #expect(lines.compactMap { $0["url"] as? String } == [quick, held])
+    }
+
     @Test("--metrics - with headers on stdout keeps each line right after its transfer's headers")
     func linesStayAmongHeaders() throws {
         let server = try TestServer.start()

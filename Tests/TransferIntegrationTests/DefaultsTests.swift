@@ -62,6 +62,44 @@ struct DefaultsTests {
         #expect(record.headers.filter { $0.name.lowercased() == "user-agent" }.count == 1)
     }
 
+    @Test("the session's and the request's headers are merged once, as sent: the request's names replace the session's, a repeated name is kept")
+    func headersMergeAsSent() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        var configuration = SessionConfiguration.default
+        configuration.httpAdditionalHeaders = ["X-Tag": "session", "Accept": "text/session"]
+        let session = try SessionManager(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        let plain = try SessionManager()
+        defer { plain.invalidateAndCancel() }
+        func values(_ path: String, _ name: String) throws -> [String] {
+            let record = try #require(server.requests.last { $0.target == path }, "no request to \(path)")
+            return record.headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+        }
+
+        // Both sides: the request's two x-tag fields replace the session's one.
+        _ = try await session.data(for: Request(url: server.url("/bytes/8?seed=11"),
+                                                headers: ["x-tag": "one", "X-Tag": "two"]))
+        #expect(try values("/bytes/8?seed=11", "X-Tag") == ["one", "two"])
+        #expect(try values("/bytes/8?seed=11", "Accept") == ["text/session"])
+        // The session's alone, and the request's alone.
+        _ = try await session.data(for: Request(url: server.url("/bytes/8?seed=12")))
+        #expect(try values("/bytes/8?seed=12", "X-Tag") == ["session"])
+        _ = try await plain.data(for: Request(url: server.url("/bytes/8?seed=13"), headers: ["X-Tag": "alone"]))
+        #expect(try values("/bytes/8?seed=13", "X-Tag") == ["alone"])
+
+        // A session header that would inject a line is refused before sending.
+        var injecting = SessionConfiguration.default
+        injecting.httpAdditionalHeaders = ["X-Bad": "a\r\nX-Injected: 1"]
+        let bad = try SessionManager(configuration: injecting)
+        defer { bad.invalidateAndCancel() }
+        let before = server.requests.count
+        await #expect(throws: TransferError.self) {
+            _ = try await bad.data(for: Request(url: server.url("/bytes/8?seed=14"), headers: ["X-Tag": "r"]))
+        }
+        #expect(server.requests.count == before)
+    }
+
     @Test("responseTooLarge names the setting to raise")
     func responseTooLargeNamesTheSetting() async throws {
         let server = try TestServer()

@@ -55,6 +55,38 @@ final class CStrings {
         return array
     }
 
+    /// The C array of "Name: value" lines of `headers`, then `extra` (a
+    /// whole line) if given, written straight into the arena: no Swift
+    /// string is made per line.
+    func makeHeaderLines(_ headers: HTTPHeaders, then extra: String?)
+        -> UnsafeMutablePointer<UnsafePointer<CChar>?>
+    {
+        let count = headers.count + (extra == nil ? 0 : 1)
+        let size = MemoryLayout<UnsafePointer<CChar>?>.stride
+        let array = allocate(size * max(count, 1)).bindMemory(to: UnsafePointer<CChar>?.self, capacity: max(count, 1))
+        var index = 0
+        for field in headers {
+            var name = field.name
+            var value = field.value
+            array[index] = name.withUTF8 { name in
+                value.withUTF8 { value in
+                    let line = allocate(name.count + 2 + value.count + 1)
+                    if let base = name.baseAddress { line.copyMemory(from: base, byteCount: name.count) }
+                    line.storeBytes(of: UInt8(ascii: ":"), toByteOffset: name.count, as: UInt8.self)
+                    line.storeBytes(of: UInt8(ascii: " "), toByteOffset: name.count + 1, as: UInt8.self)
+                    if let base = value.baseAddress {
+                        (line + name.count + 2).copyMemory(from: base, byteCount: value.count)
+                    }
+                    line.storeBytes(of: 0, toByteOffset: name.count + 2 + value.count, as: UInt8.self)
+                    return UnsafePointer(line.assumingMemoryBound(to: CChar.self))
+                }
+            }
+            index += 1
+        }
+        if let extra { array[index] = UnsafePointer(make(extra)) }
+        return array
+    }
+
     /// A copy of `bytes` that lives until `free()`.
     func make(bytes: [UInt8]) -> UnsafePointer<UInt8> {
         let buffer = allocate(max(bytes.count, 1))

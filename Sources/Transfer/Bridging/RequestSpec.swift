@@ -214,21 +214,21 @@ extension SessionManager {
     {
         let sessionHeaders = keepsOriginBoundHeaders ? configuration.httpAdditionalHeaders
             : RedirectPolicy.removingOriginBoundHeaders(configuration.httpAdditionalHeaders)
-        try request.validate(additionalHeaders: sessionHeaders)
+        // Merged once, checked and sent as merged.
         let headers = sessionHeaders.merging(request.headers)
+        try request.validate(sending: headers)
         spec.raw.url = UnsafePointer(strings.make(request.url.absoluteString))
         spec.raw.method = UnsafePointer(strings.make(request.method.rawValue))
-        var lines = headers.map { "\($0.name): \($0.value)" }
         // One default User-Agent for every request of the library (the
         // command sets its own on each request): `Transfer/<version>`,
         // unless the session's or the request's headers set one (an empty
         // value sends none).
-        if !sessionSetsUserAgent && !request.headers.containsUserAgent {
-            lines.append(HTTPRequestSerializer.userAgentLine)
-        }
-        if !lines.isEmpty {
-            spec.raw.headers = UnsafePointer(strings.makeArray(lines))
-            spec.raw.header_count = lines.count
+        let extra = !sessionSetsUserAgent && !request.headers.containsUserAgent
+            ? HTTPRequestSerializer.userAgentLine : nil
+        let count = headers.count + (extra == nil ? 0 : 1)
+        if count > 0 {
+            spec.raw.headers = UnsafePointer(strings.makeHeaderLines(headers, then: extra))
+            spec.raw.header_count = count
         }
         var flags: TransferFlags = []
         if configuration.followRedirects && !handlesRedirectsManually {

@@ -64,6 +64,12 @@ public struct BatchResults: AsyncSequence, Sendable {
         var buffer: [BatchResult] = []
         var position = 0
 
+        /// Results that have arrived and are not yet handed out: while this
+        /// is above 0, ``next()`` returns without suspending. A consumer that
+        /// batches its own output (the command's `--metrics` lines) writes it
+        /// when this reaches 0, once per loop pass instead of once per result.
+        package var readyCount: Int { buffer.count - position }
+
         /// The next finished request, or nil once every request has finished
         /// (or the batch was cancelled).
         public mutating func next() async -> BatchResult? {

@@ -106,6 +106,10 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// `other` repeats keeps all its fields (two `X-Tag` of a request are
     /// both sent; they replace the session's `X-Tag`).
     public func merging(_ other: HTTPHeaders) -> HTTPHeaders {
+        // Every request is merged with the session's headers before it is
+        // sent: most often one side is empty.
+        if other.isEmpty { return self }
+        if isEmpty { return other }
         var result = self
         var replaced: Set<String> = []
         for field in other {

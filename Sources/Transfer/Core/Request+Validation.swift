@@ -10,17 +10,24 @@ extension Request {
     ///   merged with the request's.
     /// - Throws: ``TransferError/Code/invalidRequest`` naming what is wrong.
     func validate(additionalHeaders: HTTPHeaders = [:]) throws(TransferError) {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+        try validate(sending: additionalHeaders.merging(headers))
+    }
+
+    /// ``validate(additionalHeaders:)`` with the headers already merged as
+    /// they will be sent (the spec builder merges once and checks that).
+    func validate(sending headers: HTTPHeaders) throws(TransferError) {
+        let absolute = url.absoluteString
+        guard let scheme = url.scheme, scheme.equalsIgnoringCase("http") || scheme.equalsIgnoringCase("https"),
             url.host?.isEmpty == false,
-            !url.absoluteString.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F })
+            !absolute.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F })
         else {
-            throw TransferError(.invalidRequest, "unsupported URL \(url.absoluteString.debugDescription)", url: url)
+            throw TransferError(.invalidRequest, "unsupported URL \(absolute.debugDescription)", url: url)
         }
         guard !method.rawValue.isEmpty, method.rawValue.utf8.allSatisfy(HTTPHeaders.isTokenByte) else {
             throw TransferError(.invalidRequest, "invalid HTTP method \(method.rawValue.debugDescription)", url: url)
         }
         do throws(TransferError) {
-            try additionalHeaders.merging(headers).validate()
+            try headers.validate()
         } catch {
             var error = error
             error.url = url
