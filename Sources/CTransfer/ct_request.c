@@ -322,8 +322,18 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
   PLONG(CURLOPT_SSL_VERIFYPEER, 0L);
   PLONG(CURLOPT_SSL_VERIFYHOST, 0L);
   PSTR(CURLOPT_CAPATH, NULL);
-  trust_marker(t, marker, sizeof(marker));
-  PSTR(CURLOPT_CAINFO, marker);
+  if(r->apply) {
+    trust_marker(t, marker, sizeof(marker));
+    PSTR(CURLOPT_CAINFO, marker);
+  }
+  else {
+    /* The key takes what the marker is made of, unformatted: this runs
+     * for every transfer, the formatting only when options are applied. */
+    mix(r, (uint64_t)CURLOPT_CAINFO);
+    mix(r, t->loop->trust_generation);
+    mix(r, (t->flags & CT_FLAG_INSECURE) ? 1 : 0);
+    mix(r, hash_string(t->ca_file));
+  }
   /* Track the sockets: a policy change closes idle ones made before. */
   PFUNC(CURLOPT_OPENSOCKETFUNCTION, cti_tls_open_socket);
   PFUNC(CURLOPT_CLOSESOCKETFUNCTION, cti_tls_close_socket);

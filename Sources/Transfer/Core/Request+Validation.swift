@@ -16,10 +16,12 @@ extension Request {
     /// ``validate(additionalHeaders:)`` with the headers already merged as
     /// they will be sent (the spec builder merges once and checks that).
     func validate(sending headers: HTTPHeaders) throws(TransferError) {
-        let absolute = url.absoluteString
+        var absolute = url.absoluteString
+        // Over the contiguous bytes: the UTF8View's iterator costs about
+        // ten times as much per byte, for every request.
+        let hasControl = absolute.withUTF8 { bytes in bytes.contains { $0 < 0x21 || $0 == 0x7F } }
         guard let scheme = url.scheme, scheme.equalsIgnoringCase("http") || scheme.equalsIgnoringCase("https"),
-            url.host?.isEmpty == false,
-            !absolute.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F })
+            url.host?.isEmpty == false, !hasControl
         else {
             throw TransferError(.invalidRequest, "unsupported URL \(absolute.debugDescription)", url: url)
         }
