@@ -579,6 +579,7 @@ struct ct_loop {
   unsigned char easy_as_is[CTI_EASY_POOL];
   int easy_pool_count;
   uint64_t setopt_calls;         /* atomic, one writer: curl_easy_setopt */
+  uint64_t epoll_ctl_calls;      /* atomic, one writer: ct_watch.c */
   uint64_t checksum_read;        /* atomic: part-file bytes read to hash */
   int big_recv_in_use;           /* transfers holding a big receive buffer */
   int tls_read_ahead_conns;      /* live connections reading ahead */
@@ -636,6 +637,15 @@ int cti_easy_ended_clean(CURL *easy, CURLcode cc);
  * above) and there is room, else clean it up. */
 void cti_easy_give_back(struct ct_loop *loop, CURL *easy, uint64_t profile,
                         int clean);
+/* One more epoll_ctl call for a socket of curl's
+ * (ct_loop_epoll_ctl_calls). Loop thread. */
+static inline void cti_count_epoll_ctl(struct ct_loop *loop)
+{
+  __atomic_store_n(&loop->epoll_ctl_calls,
+                   __atomic_load_n(&loop->epoll_ctl_calls,
+                                   __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELAXED);
+}
 /* One more curl_easy_setopt call (ct_loop_setopt_calls). Loop thread. */
 static inline void cti_count_setopt(struct ct_loop *loop)
 {
@@ -655,6 +665,8 @@ struct cti_tracked_socket {
   uint64_t user;                 /* transfer id, 0: none yet */
   int polled;                    /* curl polls it for some transfer */
   int shut;
+  int in_set;                    /* in the loop's epoll set (ct_watch.c) */
+  uint32_t events;               /* with these EPOLL* events */
 };
 
 /* CURLOPT_OPENSOCKETFUNCTION (data: the transfer) and
@@ -669,6 +681,22 @@ void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
                            CURL *easy, int polled);
 /* 1 when curl polls `fd` now. */
 int cti_tls_socket_is_polled(struct ct_loop *loop, curl_socket_t fd);
+/* --- ct_watch.c ------------------------------------------------------- */
+
+/* CURLMOPT_SOCKETFUNCTION's two requests: poll `fd` for `events`
+ * (EPOLLIN/EPOLLOUT), or stop (CURL_POLL_REMOVE). `socketp` is curl's
+ * per-socket pointer, used for the sockets the loop did not open. */
+void cti_watch_socket(struct ct_loop *loop, curl_socket_t fd,
+                      uint32_t events, void *socketp);
+void cti_unwatch_socket(struct ct_loop *loop, curl_socket_t fd);
+/* An epoll event for `fd`: 1 when it is for a socket curl does not poll
+ * (an idle connection left in the set); the socket has then been taken out
+ * of the set and curl is not to be told. 0: hand the event to curl. */
+int cti_watch_idle_event(struct ct_loop *loop, curl_socket_t fd);
+/* Take `fd` out of the epoll set now: it is about to be closed, or curl
+ * no longer knows it. */
+void cti_watch_drop(struct ct_loop *loop, curl_socket_t fd);
+
 /* --- ct_tls_read.c ---------------------------------------------------- */
 
 /* Make the connection of `ssl_ctx` read ahead in CTI_TLS_READ_AHEAD

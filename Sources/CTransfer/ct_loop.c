@@ -73,7 +73,7 @@ static void socket_action(struct ct_loop *loop, curl_socket_t s, int bits)
   if(mc == CURLM_BAD_SOCKET && s != CURL_SOCKET_TIMEOUT) {
     /* curl already forgot the socket (closed between the event and now).
      * Benign, but stop watching it so a stale registration cannot spin. */
-    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s, NULL);   /* EBADF if closed */
+    cti_watch_drop(loop, s);
     cti_loop_drain_done(loop);
     return;
   }
@@ -89,26 +89,14 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp,
                      void *socketp)
 {
   struct ct_loop *loop = userp;
-  struct epoll_event ev;
   if(what == CURL_POLL_REMOVE) {
     cti_tls_socket_polled(loop, s, easy, 0);
-    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s, NULL);   /* EBADF if closed */
+    cti_unwatch_socket(loop, s);
     return 0;
   }
-  memset(&ev, 0, sizeof(ev));
-  ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) |
-    ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
-  ev.data.fd = s;
   cti_tls_socket_polled(loop, s, easy, 1);
-  if(!socketp) {
-    if(epoll_ctl(loop->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST)
-      epoll_ctl(loop->epfd, EPOLL_CTL_MOD, s, &ev);
-    curl_multi_assign(loop->multi, s, loop);   /* mark as registered */
-  }
-  else if(epoll_ctl(loop->epfd, EPOLL_CTL_MOD, s, &ev) != 0 &&
-          errno == ENOENT) {
-    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, s, &ev);
-  }
+  cti_watch_socket(loop, s, ((what & CURL_POLL_IN) ? EPOLLIN : 0) |
+                   ((what & CURL_POLL_OUT) ? EPOLLOUT : 0), socketp);
   return 0;
 }
 
@@ -237,7 +225,7 @@ static void *loop_main(void *arg)
       else if(fd == loop->rate_timerfd) {
         cti_rate_on_timer(loop);
       }
-      else {
+      else if(!cti_watch_idle_event(loop, fd)) {
         int bits = 0;
         if(events[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP))
           bits |= CURL_CSELECT_IN;
@@ -542,6 +530,11 @@ uint64_t ct_loop_tls_redrive_checks(const struct ct_loop *loop)
 uint64_t ct_loop_setopt_calls(const struct ct_loop *loop)
 {
   return __atomic_load_n(&loop->setopt_calls, __ATOMIC_RELAXED);
+}
+
+uint64_t ct_loop_epoll_ctl_calls(const struct ct_loop *loop)
+{
+  return __atomic_load_n(&loop->epoll_ctl_calls, __ATOMIC_RELAXED);
 }
 
 int64_t ct_loop_connection_budget(const struct ct_loop *loop, int64_t *idle)

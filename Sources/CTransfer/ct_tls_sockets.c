@@ -81,6 +81,10 @@ int cti_tls_close_socket(void *clientp, curl_socket_t fd)
   struct ct_loop *loop = clientp;
   struct cti_tracked_socket *slot = find(loop, fd);
 
+  /* Out of the epoll set first: the number may be reused at once. */
+  if(slot && slot->in_set)
+    cti_watch_drop(loop, fd);
+
   if(slot && slot->open)
     __atomic_store_n(&loop->open_sockets,
                      __atomic_load_n(&loop->open_sockets, __ATOMIC_RELAXED) - 1,

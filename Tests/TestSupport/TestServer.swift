@@ -75,6 +75,15 @@ public final class TestServer: Sendable {
         core.stop()
     }
 
+    /// Shuts down every open connection (idle keep-alive ones included), as a server does when
+    /// its keep-alive timeout passes, and goes on accepting new ones. Each connection thread
+    /// then closes its descriptor: wait for `openConnections == 0`.
+    public func closeOpenConnections() {
+        core.state.withLock { state in
+            for fd in state.connections { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+    }
+
     /// Opens gate `name`: every `/hold` response waiting at it (now or later) sends the rest
     /// of its body. Gates are never closed again.
     public func openGate(_ name: String) {

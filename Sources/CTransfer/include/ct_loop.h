@@ -352,6 +352,9 @@ uint64_t ct_loop_tls_redrive_checks(const struct ct_loop *_Nonnull loop);
 /* curl_easy_setopt calls made so far: a handle reused for the same option
  * profile is given only the per-request options (ct_pool.c). */
 uint64_t ct_loop_setopt_calls(const struct ct_loop *_Nonnull loop);
+/* epoll_ctl calls made for curl's sockets so far: a keep-alive connection
+ * stays in the epoll set between its transfers (ct_watch.c). */
+uint64_t ct_loop_epoll_ctl_calls(const struct ct_loop *_Nonnull loop);
 /* Bytes of part files read back to hash them: a resumed download with an
  * expected SHA-256 reads its prefix once, at the head, on the worker. */
 uint64_t ct_loop_checksum_bytes_read(const struct ct_loop *_Nonnull loop);
