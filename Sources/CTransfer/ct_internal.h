@@ -285,6 +285,12 @@ struct cti_transfer {
   int held;                 /* waiting in loop->held for the budget */
   struct cti_transfer *held_next;
   struct cti_transfer *held_prev;
+  /* Its origin's slot (ct_origin.c) while it counts there or waits in
+   * it; NULL: not under the per-origin rule, or released. */
+  struct cti_origin *origin;
+  int origin_waiting;       /* in origin->wait_head..wait_tail */
+  struct cti_transfer *origin_next;
+  struct cti_transfer *origin_prev;
   ct_code local_code;       /* failure found by our callbacks */
   int local_errno;
   char local_message[200];   /* room for two hex SHA-256 digests */
@@ -573,6 +579,11 @@ struct ct_loop {
   int64_t held_count;            /* atomic, one writer: transfers in `held` */
   int64_t open_sockets;          /* atomic, one writer: ct_tls_sockets.c */
   int admitting;                 /* admit_held() runs: no re-entry */
+  /* Per-origin admission (ct_origin.c): origins by key, those with room
+   * and waiting transfers, and how many transfers wait in all. */
+  struct cti_origin **origin_buckets;  /* CTI_ORIGIN_BUCKETS, lazily */
+  struct cti_origin *origin_ready;
+  int64_t origin_waiting;        /* atomic, one writer: the loop thread */
   CURL *easy_pool[CTI_EASY_POOL];  /* handles kept for reuse, set up */
   uint64_t easy_profile[CTI_EASY_POOL];  /* ... with this profile */
   /* CTI_EASY_AS_IS: reusable only with its own profile (ct_pool.c) */
@@ -653,6 +664,28 @@ static inline void cti_count_setopt(struct ct_loop *loop)
                    __atomic_load_n(&loop->setopt_calls, __ATOMIC_RELAXED) + 1,
                    __ATOMIC_RELAXED);
 }
+
+/* --- ct_origin.c ------------------------------------------------------ */
+
+/* One connection per transfer to an origin (cleartext HTTP/1.x, or any
+ * transfer that cannot multiplex) under max_connections_per_host: the
+ * loop starts at most that many per origin and keeps the others waiting
+ * here, oldest first, instead of handing them to libcurl, whose queue
+ * for a full host is not first-come first-served (7.88: a new transfer
+ * takes the connection that frees up, the waiting one it woke goes to
+ * the back of the queue). Loop thread only. */
+#define CTI_ORIGIN_BUCKETS 256
+struct cti_origin;
+/* Count `t` against its origin: 0 when it may start now (or is not under
+ * the rule), 1 when it waits in its origin's queue. */
+int cti_origin_enter(struct ct_loop *loop, struct cti_transfer *t);
+/* The oldest waiting transfer of an origin with room again, counted as
+ * running; NULL when none may start. */
+struct cti_transfer *cti_origin_next(struct ct_loop *loop);
+/* `t` ended or left its queue: its place is free (idempotent). */
+void cti_origin_leave(struct ct_loop *loop, struct cti_transfer *t);
+/* Free every origin (loop teardown, no transfer left). */
+void cti_origin_free_all(struct ct_loop *loop);
 
 /* --- ct_tls_sockets.c ------------------------------------------------- */
 

@@ -239,7 +239,7 @@ static void *loop_main(void *arg)
     if(loop->tls_conns || loop->tls_redrive_again)
       redrive_tls(loop);
     /* Transfers retired in this pass made room under the budget. */
-    if(loop->held)
+    if(loop->held || loop->origin_ready)
       cti_loop_admit_held(loop);
     if(loop->config.callbacks.on_batch_end)
       loop->config.callbacks.on_batch_end(loop->config.batch_ctx);
@@ -287,6 +287,7 @@ static void loop_free(struct ct_loop *loop)
     close(loop->eventfd);
   cti_rate_close(loop);
   pthread_mutex_destroy(&loop->lock);
+  cti_origin_free_all(loop);
   free(loop->buckets);
   free(loop->ca_file);
   free(loop);
@@ -504,7 +505,9 @@ void ct_loop_pool_stats(const struct ct_loop *loop, struct ct_pool_stats *out)
 {
   out->open_connections = __atomic_load_n(&loop->open_sockets, __ATOMIC_RELAXED);
   out->active_transfers = __atomic_load_n(&loop->active, __ATOMIC_RELAXED);
-  out->queued_transfers = __atomic_load_n(&loop->held_count, __ATOMIC_RELAXED);
+  out->queued_transfers =
+    __atomic_load_n(&loop->held_count, __ATOMIC_RELAXED) +
+    __atomic_load_n(&loop->origin_waiting, __ATOMIC_RELAXED);
 }
 
 uint64_t ct_loop_wakeups(const struct ct_loop *loop)

@@ -77,6 +77,7 @@ struct cti_transfer *cti_loop_find(struct ct_loop *loop, uint64_t id)
 }
 
 static void admit(struct ct_loop *loop, struct cti_transfer *t);
+static void add_within_budget(struct ct_loop *loop, struct cti_transfer *t);
 
 /* Take `t` off the held list (it is on it). O(1): a shutdown cancels
  * every held transfer, newest first. */
@@ -128,6 +129,13 @@ void cti_loop_admit_held(struct ct_loop *loop)
   if(loop->admitting || loop->closing)
     return;
   loop->admitting = 1;
+  /* Waiting for their origin first: each goes on to the budget's queue
+   * (behind the transfers held there) or starts. */
+  {
+    struct cti_transfer *t;
+    while((t = cti_origin_next(loop)))
+      add_within_budget(loop, t);
+  }
   while(loop->held && fits(loop, loop->held)) {
     struct cti_transfer *t = loop->held;
     unhold(loop, t);
@@ -160,6 +168,7 @@ static void release(struct ct_loop *loop, struct cti_transfer *t, int clean)
     t->big_recv_slot = 0;
   }
   table_remove(loop, t);
+  cti_origin_leave(loop, t);
   if(t->held)
     unhold(loop, t);
   if(t->fds_admitted) {
@@ -181,6 +190,9 @@ static void release(struct ct_loop *loop, struct cti_transfer *t, int clean)
 /* After finishing: released now, or by the file job when it is done. */
 static void retire(struct ct_loop *loop, struct cti_transfer *t, int clean)
 {
+  /* libcurl is done with its connection: the next of its origin may start
+   * at the end of this pass, even while a download commits its file. */
+  cti_origin_leave(loop, t);
   if(t->phase == CT_PHASE_COMMITTING) {
     t->commit.clean = clean;
     return;
@@ -223,6 +235,17 @@ void cti_loop_drain_done(struct ct_loop *loop)
 void cti_loop_add(struct ct_loop *loop, struct cti_transfer *t)
 {
   cti_loop_insert(loop, t);
+  /* Its origin at its connection limit: it waits there, in order
+   * (ct_origin.c), and comes back through cti_loop_admit_held. */
+  if(cti_origin_enter(loop, t))
+    return;
+  add_within_budget(loop, t);
+}
+
+/* Start `t` (in the table, counted by its origin), or hold it while the
+ * descriptor budget is spent or others are held before it. */
+static void add_within_budget(struct ct_loop *loop, struct cti_transfer *t)
+{
   if(loop->held || !fits(loop, t)) {
     /* Over the descriptor budget (or behind one that is): wait, queued,
      * holding no descriptor, in order,
@@ -294,6 +317,7 @@ void cti_loop_fail(struct ct_loop *loop, struct cti_transfer *t,
    * download's retire waits for the worker to settle its file. */
   if(t->held)
     unhold(loop, t);
+  cti_origin_leave(loop, t);
   cti_transfer_finish_code(t, code, message);
   retire(loop, t, 0);
 }

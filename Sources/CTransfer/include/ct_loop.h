@@ -107,7 +107,11 @@ struct ct_loop_config {
   /* PEM bundle of trust anchors, loaded once and shared by every TLS
    * connection of the loop. NULL: the system bundle. */
   const char *_Nullable ca_file;
-  int64_t max_connections_per_host;    /* 0: unlimited */
+  /* 0: unlimited. Transfers that take a connection each (HTTP/1.x) wait
+   * in the loop, first come first served, while this many of their origin
+   * run (ct_origin.c); HTTP/2 ones wait in libcurl
+   * (CURLMOPT_MAX_HOST_CONNECTIONS, not first come first served). */
+  int64_t max_connections_per_host;
   /* 0: unlimited; else libcurl's CURLMOPT_MAX_TOTAL_CONNECTIONS (the
    * transfers beyond it wait in libcurl, connecting). Independently the
    * loop admits transfers only within the open-file limit's share
@@ -328,7 +332,8 @@ uint64_t ct_loop_wakeups(const struct ct_loop *_Nonnull loop);
  * sockets the engine's transfers opened and that are not closed yet (in use
  * or idle in libcurl's pool); transfers submitted and not finished; and of
  * those, transfers waiting in the loop for a connection under the
- * open-file budget (ct_fdlimit.c). */
+ * open-file budget (ct_fdlimit.c) or their origin's connection limit
+ * (max_connections_per_host, ct_origin.c). */
 struct ct_pool_stats {
   int64_t open_connections;
   int64_t active_transfers;

@@ -50,7 +50,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var lowSpeedTime: TimeInterval = 0
     /// Headers added to every request unless the request sets them.
     public var httpAdditionalHeaders: HTTPHeaders = [:]
-    /// Connections open at once to one host (0: unlimited).
+    /// Connections open at once to one host (0: unlimited). HTTP/1 requests
+    /// beyond it wait in the engine and start in the order they were made.
     public var maxConnectionsPerHost: Int = 6
     /// Connections open at once in all (0: unlimited by this setting).
     ///

@@ -93,7 +93,9 @@ public struct ConnectionPoolStatistics: Sendable, Hashable {
     /// Requests in the engine: submitted and not finished, waiting or running.
     public var activeTransfers: Int
     /// Of ``activeTransfers``, those waiting for a connection because the
-    /// session's connection budget (its share of the open-file limit) is spent.
+    /// session's connection budget (its share of the open-file limit) is spent,
+    /// or because their host has ``SessionConfiguration/maxConnectionsPerHost``
+    /// HTTP/1 transfers running (they start in the order they came).
     public var queuedTransfers: Int
 
     /// Connections carrying a transfer now: the running transfers, at most

@@ -1,0 +1,262 @@
+/*
+ * ct_origin.c - per-origin admission: with max_connections_per_host set,
+ * transfers that take a connection each (HTTP/1.x) start at most that
+ * many per origin; the others wait here in arrival order and start, one
+ * for each that ends, at the end of a loop pass (cti_loop_admit_held).
+ *
+ * libcurl 7.88 has a queue of its own for a host at its limit, but it
+ * is not first-come first-served: a transfer that ends wakes the oldest
+ * waiting one for a later timeout run, and a transfer added meanwhile
+ * runs first and takes the connection, sending the woken one to the back
+ * of the queue. Under a steady backlog some requests go round that queue
+ * many times (an open-loop benchmark saw p99.9 several times the queue's
+ * depth over its rate). Waiting here, libcurl never sees a full host for
+ * these transfers. Transfers that may share a connection (HTTP/2 over
+ * TLS, or prior knowledge) are left to libcurl. Loop thread only.
+ */
+#define _GNU_SOURCE
+#include "ct_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct cti_origin {
+  struct cti_origin *next;        /* hash chain */
+  struct cti_origin *ready_next;  /* in loop->origin_ready when `ready` */
+  int ready;
+  uint64_t hash;
+  int64_t running;                /* transfers counted, not waiting */
+  struct cti_transfer *wait_head;
+  struct cti_transfer *wait_tail;
+  char key[];                     /* "scheme://host:port", lower case */
+};
+
+/* Longest origin key kept; a longer one is not under the rule. */
+#define KEY_MAX 300
+
+/* "scheme://host:port" of `url`, lower case, the default port added;
+ * 0 when the URL has no authority or it does not fit. */
+static size_t origin_key(const char *url, char *out, size_t size)
+{
+  const char *sep = strstr(url, "://");
+  const char *host;
+  const char *end;
+  const char *at;
+  const char *port;
+  size_t n = 0;
+  size_t i;
+  int https;
+  if(!sep || sep == url)
+    return 0;
+  https = (size_t)(sep - url) == 5 && strncasecmp(url, "https", 5) == 0;
+  host = sep + 3;
+  end = host + strcspn(host, "/?#");
+  /* Credentials are not part of the origin. */
+  for(at = end; at > host && at[-1] != '@'; at--)
+    ;
+  if(at > host)
+    host = at;
+  if(end == host)
+    return 0;
+  /* A port after the host (an IPv6 literal's colons are inside []). */
+  port = end;
+  for(i = (size_t)(end - host); i > 0; i--) {
+    char c = host[i - 1];
+    if(c == ':') {
+      port = host + i - 1;
+      break;
+    }
+    if(c == ']')
+      break;
+  }
+  if((size_t)(sep - url) + 3 + (size_t)(end - host) + 7 >= size)
+    return 0;
+  for(i = 0; url + i < sep + 3; i++)
+    out[n++] = (char)(url[i] >= 'A' && url[i] <= 'Z' ? url[i] + 32 : url[i]);
+  for(i = 0; host + i < end; i++)
+    out[n++] = (char)(host[i] >= 'A' && host[i] <= 'Z' ? host[i] + 32
+                                                       : host[i]);
+  if(port == end || port + 1 == end) {
+    if(port + 1 == end)
+      n--;                        /* "host:" means the default port */
+    memcpy(out + n, https ? ":443" : ":80", https ? 4 : 3);
+    n += https ? 4 : 3;
+  }
+  out[n] = '\0';
+  return n;
+}
+
+static uint64_t key_hash(const char *key, size_t len)
+{
+  uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
+  size_t i;
+  for(i = 0; i < len; i++) {
+    h ^= (unsigned char)key[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+/* Whether `t` takes a connection of its own: not when it may wait for
+ * an HTTP/2 connection to share (ct_request.c sets PIPEWAIT for those). */
+static int one_per_connection(const struct ct_loop *loop,
+                              const struct cti_transfer *t)
+{
+  ct_http_version v = t->opts.http_version;
+  if(v == CT_HTTP_2_PRIOR_KNOWLEDGE)
+    return 0;
+  if(v == CT_HTTP_1_1 || v == CT_HTTP_1_0)
+    return 1;
+  return !(loop->config.multiplex && strncasecmp(t->url, "https:", 6) == 0);
+}
+
+static void set_waiting(struct ct_loop *loop, int64_t delta)
+{
+  __atomic_store_n(&loop->origin_waiting,
+                   __atomic_load_n(&loop->origin_waiting, __ATOMIC_RELAXED) +
+                   delta, __ATOMIC_RELAXED);
+}
+
+static struct cti_origin *find_or_add(struct ct_loop *loop, const char *key,
+                                      size_t len)
+{
+  uint64_t h = key_hash(key, len);
+  struct cti_origin **b;
+  struct cti_origin *o;
+  if(!loop->origin_buckets) {
+    loop->origin_buckets = calloc(CTI_ORIGIN_BUCKETS, sizeof(*b));
+    if(!loop->origin_buckets)
+      return NULL;
+  }
+  b = &loop->origin_buckets[h % CTI_ORIGIN_BUCKETS];
+  for(o = *b; o; o = o->next)
+    if(o->hash == h && strcmp(o->key, key) == 0)
+      return o;
+  o = calloc(1, sizeof(*o) + len + 1);
+  if(!o)
+    return NULL;
+  o->hash = h;
+  memcpy(o->key, key, len + 1);
+  o->next = *b;
+  *b = o;
+  return o;
+}
+
+/* Free `o` when nothing counts in it and it is not on the ready list. */
+static void drop_if_unused(struct ct_loop *loop, struct cti_origin *o)
+{
+  struct cti_origin **b;
+  if(o->running > 0 || o->wait_head || o->ready)
+    return;
+  b = &loop->origin_buckets[o->hash % CTI_ORIGIN_BUCKETS];
+  while(*b && *b != o)
+    b = &(*b)->next;
+  if(*b)
+    *b = o->next;
+  free(o);
+}
+
+int cti_origin_enter(struct ct_loop *loop, struct cti_transfer *t)
+{
+  char key[KEY_MAX];
+  size_t len;
+  struct cti_origin *o;
+  int64_t limit = loop->config.max_connections_per_host;
+  if(limit <= 0 || !t->url || !one_per_connection(loop, t))
+    return 0;
+  len = origin_key(t->url, key, sizeof(key));
+  if(!len)
+    return 0;
+  o = find_or_add(loop, key, len);
+  if(!o)
+    return 0;            /* no memory: libcurl's own limit still holds */
+  t->origin = o;
+  if(o->running < limit && !o->wait_head) {
+    o->running++;
+    return 0;
+  }
+  t->origin_waiting = 1;
+  t->origin_next = NULL;
+  t->origin_prev = o->wait_tail;
+  if(o->wait_tail)
+    o->wait_tail->origin_next = t;
+  else
+    o->wait_head = t;
+  o->wait_tail = t;
+  set_waiting(loop, 1);
+  return 1;
+}
+
+static void unlink_waiting(struct ct_loop *loop, struct cti_origin *o,
+                           struct cti_transfer *t)
+{
+  if(t->origin_prev)
+    t->origin_prev->origin_next = t->origin_next;
+  else
+    o->wait_head = t->origin_next;
+  if(t->origin_next)
+    t->origin_next->origin_prev = t->origin_prev;
+  else
+    o->wait_tail = t->origin_prev;
+  t->origin_next = t->origin_prev = NULL;
+  t->origin_waiting = 0;
+  set_waiting(loop, -1);
+}
+
+struct cti_transfer *cti_origin_next(struct ct_loop *loop)
+{
+  struct cti_origin *o;
+  while((o = loop->origin_ready)) {
+    if(o->wait_head && o->running < loop->config.max_connections_per_host) {
+      struct cti_transfer *t = o->wait_head;
+      unlink_waiting(loop, o, t);
+      o->running++;
+      return t;
+    }
+    loop->origin_ready = o->ready_next;
+    o->ready_next = NULL;
+    o->ready = 0;
+    drop_if_unused(loop, o);
+  }
+  return NULL;
+}
+
+void cti_origin_leave(struct ct_loop *loop, struct cti_transfer *t)
+{
+  struct cti_origin *o = t->origin;
+  if(!o)
+    return;
+  t->origin = NULL;
+  if(t->origin_waiting)
+    unlink_waiting(loop, o, t);
+  else
+    o->running--;
+  if(o->wait_head && o->running < loop->config.max_connections_per_host) {
+    if(!o->ready) {
+      o->ready = 1;
+      o->ready_next = loop->origin_ready;
+      loop->origin_ready = o;
+    }
+    return;
+  }
+  drop_if_unused(loop, o);
+}
+
+void cti_origin_free_all(struct ct_loop *loop)
+{
+  size_t i;
+  if(!loop->origin_buckets)
+    return;
+  for(i = 0; i < CTI_ORIGIN_BUCKETS; i++) {
+    struct cti_origin *o = loop->origin_buckets[i];
+    while(o) {
+      struct cti_origin *next = o->next;
+      free(o);
+      o = next;
+    }
+  }
+  free(loop->origin_buckets);
+  loop->origin_buckets = NULL;
+  loop->origin_ready = NULL;
+}
