@@ -708,6 +708,10 @@ struct cti_tracked_socket {
 curl_socket_t cti_tls_open_socket(void *clientp, curlsocktype purpose,
                                   struct curl_sockaddr *address);
 int cti_tls_close_socket(void *clientp, curl_socket_t fd);
+/* The entry of `fd` if the loop opened that socket and it is open; NULL
+ * otherwise (not ours, or closed). */
+struct cti_tracked_socket *cti_tracked_socket_find(struct ct_loop *loop,
+                                                   curl_socket_t fd);
 /* curl asked to poll `fd` for `easy` (polled 1) or stopped polling it
  * (CURL_POLL_REMOVE, polled 0): remember who uses it. */
 void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,

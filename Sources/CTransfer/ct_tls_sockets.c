@@ -23,8 +23,8 @@
 
 /* The table is indexed by descriptor (descriptors are small and dense),
  * so the socket callback finds an entry without a search. */
-static struct cti_tracked_socket *find(struct ct_loop *loop,
-                                       curl_socket_t fd)
+struct cti_tracked_socket *cti_tracked_socket_find(struct ct_loop *loop,
+                                                   curl_socket_t fd)
 {
   if(fd < 0 || (size_t)fd >= loop->socket_cap || !loop->sockets[fd].open)
     return NULL;
@@ -79,7 +79,7 @@ curl_socket_t cti_tls_open_socket(void *clientp, curlsocktype purpose,
 int cti_tls_close_socket(void *clientp, curl_socket_t fd)
 {
   struct ct_loop *loop = clientp;
-  struct cti_tracked_socket *slot = find(loop, fd);
+  struct cti_tracked_socket *slot = cti_tracked_socket_find(loop, fd);
 
   /* Out of the epoll set first: the number may be reused at once. */
   if(slot && slot->in_set)
@@ -96,7 +96,7 @@ int cti_tls_close_socket(void *clientp, curl_socket_t fd)
 void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
                            CURL *easy, int polled)
 {
-  struct cti_tracked_socket *slot = find(loop, fd);
+  struct cti_tracked_socket *slot = cti_tracked_socket_find(loop, fd);
   struct cti_transfer *t = NULL;
 
   if(!slot)
@@ -117,7 +117,7 @@ void cti_tls_socket_polled(struct ct_loop *loop, curl_socket_t fd,
 
 int cti_tls_socket_is_polled(struct ct_loop *loop, curl_socket_t fd)
 {
-  struct cti_tracked_socket *slot = find(loop, fd);
+  struct cti_tracked_socket *slot = cti_tracked_socket_find(loop, fd);
 
   return slot && slot->polled;
 }

@@ -51,18 +51,10 @@ static void modify(struct ct_loop *loop, curl_socket_t fd, uint32_t events)
     ctl(loop, EPOLL_CTL_ADD, fd, events);
 }
 
-static struct cti_tracked_socket *tracked(struct ct_loop *loop,
-                                          curl_socket_t fd)
-{
-  if(fd < 0 || (size_t)fd >= loop->socket_cap || !loop->sockets[fd].open)
-    return NULL;
-  return &loop->sockets[fd];
-}
-
 void cti_watch_socket(struct ct_loop *loop, curl_socket_t fd,
                       uint32_t events, void *socketp)
 {
-  struct cti_tracked_socket *slot = tracked(loop, fd);
+  struct cti_tracked_socket *slot = cti_tracked_socket_find(loop, fd);
 
   if(slot) {
     if(slot->in_set && slot->events == events)
@@ -86,7 +78,7 @@ void cti_watch_socket(struct ct_loop *loop, curl_socket_t fd,
 
 void cti_unwatch_socket(struct ct_loop *loop, curl_socket_t fd)
 {
-  struct cti_tracked_socket *slot = tracked(loop, fd);
+  struct cti_tracked_socket *slot = cti_tracked_socket_find(loop, fd);
 
   if(slot && slot->in_set && !(slot->events & EPOLLOUT))
     return;                     /* idle: stays in the set */
@@ -95,7 +87,7 @@ void cti_unwatch_socket(struct ct_loop *loop, curl_socket_t fd)
 
 int cti_watch_idle_event(struct ct_loop *loop, curl_socket_t fd)
 {
-  struct cti_tracked_socket *slot = tracked(loop, fd);
+  struct cti_tracked_socket *slot = cti_tracked_socket_find(loop, fd);
 
   if(!slot || slot->polled || !slot->in_set)
     return 0;
@@ -105,7 +97,7 @@ int cti_watch_idle_event(struct ct_loop *loop, curl_socket_t fd)
 
 void cti_watch_drop(struct ct_loop *loop, curl_socket_t fd)
 {
-  struct cti_tracked_socket *slot = tracked(loop, fd);
+  struct cti_tracked_socket *slot = cti_tracked_socket_find(loop, fd);
 
   if(slot && !slot->in_set)
     return;
