@@ -232,6 +232,10 @@ struct cti_transfer {
   char *tls13_ciphers;
   struct curl_slist *headers;
   struct curl_slist *proxy_headers;  /* Proxy-Authorization: proxies only */
+  /* The Accept-Encoding line ahead of `headers` when libcurl decodes: a
+   * line of ours spares libcurl formatting its own on every request
+   * (set_request in ct_request.c). Points at static text: nothing to free. */
+  struct curl_slist accept_encoding;
 
   /* body source */
   ct_body_kind body_kind;
@@ -815,6 +819,9 @@ void cti_fd_limit_text(char *buf, size_t cap, const char *what, int err);
 /* --- ct_global.c ------------------------------------------------------- */
 
 ct_code cti_global_init(void);
+/* "Accept-Encoding: " and every coding this libcurl decodes, as libcurl
+ * itself would send for CURLOPT_ACCEPT_ENCODING "" (ct_global.c). */
+const char *cti_accept_encoding_line(void);
 char *cti_strdup(const char *s);
 
 #endif /* CT_INTERNAL_H */
