@@ -14,10 +14,13 @@ typealias DataResult = Result<(Data, HTTPResponse), TransferError>
 /// the loop thread at finish, and the caller resumed (or the batch fed) at
 /// the end of that loop pass.
 final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
-    // @unchecked Sendable: `continuation` is written once before submit (the
-    // engine's queue lock orders it before the loop reads it); `status`,
-    // `version`, `effectiveURL`, `rawHeaders`, `outcome` are written and read
-    // on the loop thread only; `state` is atomic; the rest is immutable.
+    // @unchecked Sendable: `continuation` and `callerPriority` are written
+    // once before submit (the engine's queue lock orders them before the
+    // loop reads them); `status`, `version`, `effectiveURL`, `rawHeaders`
+    // are written and read on the loop thread only; `outcome` is written on
+    // the loop thread and taken there or by the job that resumes callers,
+    // which the loop starts after writing it; `state` is atomic; the rest
+    // is immutable.
 
     let request: Request
     let session: SessionManager
@@ -25,6 +28,9 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     let run: BatchRun?
     let index: Int
     var continuation: UnsafeContinuation<DataResult, Never>?
+    /// The priority of the task awaiting `continuation`: the job that
+    /// resumes several callers at once runs at the highest of theirs.
+    var callerPriority: TaskPriority = .medium
 
     /// 0 before submit, then the engine id, then `finishedMark`; or
     /// `cancelledMark` once cancelled (before or while in the engine).
@@ -109,7 +115,8 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         continuation?.resume(returning: result)
     }
 
-    /// Loop thread, at the end of the pass this request finished in.
+    /// At the end of the pass this request finished in: on the loop thread,
+    /// or in the job that resumes that pass's callers (``EnginePass``).
     func resumeCaller() {
         guard let outcome = takeOutcome() else { return }
         resume(outcome.result)
@@ -219,6 +226,7 @@ extension SessionManager {
         let result = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<DataResult, Never>) in
                 fast.continuation = continuation
+                fast.callerPriority = Task.currentPriority
                 fast.start()
             }
         } onCancel: {
