@@ -584,6 +584,13 @@ struct ct_loop {
   struct cti_origin **origin_buckets;  /* CTI_ORIGIN_BUCKETS, lazily */
   struct cti_origin *origin_ready;
   int64_t origin_waiting;        /* atomic, one writer: the loop thread */
+  /* Records kept for reuse with no transfer (ct_origin.c), the most
+   * recently idle first; at most CT_ORIGIN_IDLE_MAX. */
+  struct cti_origin *origin_idle;
+  struct cti_origin *origin_idle_tail;
+  int64_t origin_idle_count;     /* atomic, one writer: the loop thread */
+  int64_t origin_records;        /* atomic, one writer: in the table */
+  int64_t origin_allocated;      /* atomic, one writer: ever allocated */
   CURL *easy_pool[CTI_EASY_POOL];  /* handles kept for reuse, set up */
   uint64_t easy_profile[CTI_EASY_POOL];  /* ... with this profile */
   /* CTI_EASY_AS_IS: reusable only with its own profile (ct_pool.c) */
