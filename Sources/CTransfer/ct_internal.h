@@ -218,10 +218,11 @@ struct cti_transfer {
 
   uint32_t flags;
   struct cti_options opts;       /* the spec's scalars (cti_options_copy) */
+  /* The spec's strings and the lists below: copies after the transfer
+   * in its own allocation (ct_transfer.c), never freed on their own. */
   char *body_path;
   char *url;
   char *method;
-  char *if_range;
   char *ca_file;
   char *client_cert;
   char *client_key;
