@@ -527,23 +527,8 @@ ct_code cti_transfer_prepare(struct cti_transfer *t)
   }
   if(t->body_kind != CT_BODY_NONE)
     cti_counter_store(&t->counters->bytes_expected_to_send, t->body_length);
-  if((t->range_start >= 0 || t->resume_offset > 0) && t->if_range) {
-    /* Segments too: every range must come from the same version. */
-    char *line = NULL;
-    struct curl_slist *n;
-    if(asprintf(&line, "If-Range: %s", t->if_range) < 0) {
-      cti_transfer_set_error(t, CT_E_NO_MEMORY, 0, "out of memory");
-      return CT_E_NO_MEMORY;
-    }
-    n = curl_slist_append(t->headers, line);
-    free(line);
-    if(!n) {
-      cti_transfer_set_error(t, CT_E_NO_MEMORY, 0, "out of memory");
-      return CT_E_NO_MEMORY;
-    }
-    t->headers = n;
-  }
-
+  /* If-Range, for a range or a resume, is in t->headers already
+   * (ct_transfer.c). */
   memset(&r, 0, sizeof(r));
   r.key = 1469598103934665603ULL;
   sc = set_profile(t, &r);        /* hashes only: cannot fail */
