@@ -52,6 +52,11 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     /// What the session's request instruments returned for this request
     /// (``RequestInstrument``); empty without instruments.
     let observers: [any RequestObserver]
+    /// Whether the engine collects this request's timings: the batch asked
+    /// for metrics, or an observer, event monitor or the completion
+    /// notification was there when it started. Without, the result has
+    /// only its byte counts (`CT_FLAG_NO_METRICS`).
+    let collectsMetrics: Bool
 
     /// The result, leaving none behind (a batch keeps its requests until it ends).
     func takeOutcome() -> BatchResult? {
@@ -67,6 +72,8 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         self.observers = observers
         self.run = run
         self.index = index
+        collectsMetrics = run?.options.collectsMetrics == true || !observers.isEmpty
+            || session.observation.wantsCompletions || TransferEvents.postsTasklessCompletions
     }
 
     var isCancelled: Bool { state.load(ordering: .acquiring) == Self.cancelledMark }
@@ -86,7 +93,8 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         defer { strings.free() }
         var spec: TransferSpec
         do throws(TransferError) {
-            spec = try session.fastSpec(for: request, strings: strings, discardsBody: false)
+            spec = try session.fastSpec(for: request, strings: strings, discardsBody: false,
+                                        collectsMetrics: collectsMetrics)
         } catch {
             session.engine.pass.registry.remove(self)
             return fail(error)
@@ -197,7 +205,10 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         }
         let wantsCompletion = session.observation.wantsCompletions || TransferEvents.postsTasklessCompletions
         let observed = !observers.isEmpty
-        let metrics = run?.options.collectsMetrics == true || wantsCompletion || observed ? result.metrics : nil
+        // A monitor added while the request ran gets no timings: the engine
+        // did not collect them.
+        let metrics = collectsMetrics && (run?.options.collectsMetrics == true || wantsCompletion || observed)
+            ? result.metrics : nil
         outcome = BatchResult(index: index, result: value, metrics: run?.options.collectsMetrics == true ? metrics : nil,
                               bytesReceived: result.bodyBytesReceived)
         if wantsCompletion || observed {
