@@ -8,6 +8,7 @@
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static ct_code init_result = CT_OK;
 static int has_psl;
+static char accept_encoding[64] = "Accept-Encoding: ";
 
 static void global_init(void)
 {
@@ -22,6 +23,18 @@ static void global_init(void)
   /* Without libpsl, libcurl accepts a cookie for a public suffix
    * (Domain=co.uk) from any host under it; ct_curl_has_psl tells. */
   has_psl = info && (info->features & CURL_VERSION_PSL) != 0;
+  /* The codings libcurl lists for CURLOPT_ACCEPT_ENCODING "", in its
+   * order; identity alone when it decodes none. */
+  if(info && (info->features & CURL_VERSION_LIBZ))
+    strcat(accept_encoding, "deflate, gzip");
+  if(info && (info->features & CURL_VERSION_BROTLI))
+    strcat(accept_encoding, accept_encoding[17] ? ", br" : "br");
+#ifdef CURL_VERSION_ZSTD
+  if(info && (info->features & CURL_VERSION_ZSTD))
+    strcat(accept_encoding, accept_encoding[17] ? ", zstd" : "zstd");
+#endif
+  if(!accept_encoding[17])
+    strcat(accept_encoding, "identity");
   /* We need curl_multi_socket_action with CURLMOPT_TIMERFUNCTION, TLS
    * through OpenSSL for the SSL_CTX hook, and 7.68+ for curl_multi_wakeup
    * era semantics of pause handling. */
@@ -34,6 +47,12 @@ ct_code cti_global_init(void)
 {
   pthread_once(&init_once, global_init);
   return init_result;
+}
+
+const char *cti_accept_encoding_line(void)
+{
+  cti_global_init();
+  return accept_encoding;
 }
 
 char *cti_strdup(const char *s)

@@ -218,10 +218,11 @@ struct cti_transfer {
 
   uint32_t flags;
   struct cti_options opts;       /* the spec's scalars (cti_options_copy) */
+  /* The spec's strings and the lists below: copies after the transfer
+   * in its own allocation (ct_transfer.c), never freed on their own. */
   char *body_path;
   char *url;
   char *method;
-  char *if_range;
   char *ca_file;
   char *client_cert;
   char *client_key;
@@ -232,6 +233,10 @@ struct cti_transfer {
   char *tls13_ciphers;
   struct curl_slist *headers;
   struct curl_slist *proxy_headers;  /* Proxy-Authorization: proxies only */
+  /* The Accept-Encoding line ahead of `headers` when libcurl decodes: a
+   * line of ours spares libcurl formatting its own on every request
+   * (set_request in ct_request.c). Points at static text: nothing to free. */
+  struct curl_slist accept_encoding;
 
   /* body source */
   ct_body_kind body_kind;
@@ -584,6 +589,13 @@ struct ct_loop {
   struct cti_origin **origin_buckets;  /* CTI_ORIGIN_BUCKETS, lazily */
   struct cti_origin *origin_ready;
   int64_t origin_waiting;        /* atomic, one writer: the loop thread */
+  /* Records kept for reuse with no transfer (ct_origin.c), the most
+   * recently idle first; at most CT_ORIGIN_IDLE_MAX. */
+  struct cti_origin *origin_idle;
+  struct cti_origin *origin_idle_tail;
+  int64_t origin_idle_count;     /* atomic, one writer: the loop thread */
+  int64_t origin_records;        /* atomic, one writer: in the table */
+  int64_t origin_allocated;      /* atomic, one writer: ever allocated */
   CURL *easy_pool[CTI_EASY_POOL];  /* handles kept for reuse, set up */
   uint64_t easy_profile[CTI_EASY_POOL];  /* ... with this profile */
   /* CTI_EASY_AS_IS: reusable only with its own profile (ct_pool.c) */
@@ -815,6 +827,9 @@ void cti_fd_limit_text(char *buf, size_t cap, const char *what, int err);
 /* --- ct_global.c ------------------------------------------------------- */
 
 ct_code cti_global_init(void);
+/* "Accept-Encoding: " and every coding this libcurl decodes, as libcurl
+ * itself would send for CURLOPT_ACCEPT_ENCODING "" (ct_global.c). */
+const char *cti_accept_encoding_line(void);
 char *cti_strdup(const char *s);
 
 #endif /* CT_INTERNAL_H */

@@ -13,6 +13,13 @@
  * depth over its rate). Waiting here, libcurl never sees a full host for
  * these transfers. Transfers that may share a connection (HTTP/2 over
  * TLS, or prior knowledge) are left to libcurl. Loop thread only.
+ *
+ * An origin's record outlives its last transfer: it stays in the table,
+ * idle, so that a client making one request at a time to a host finds it
+ * again instead of allocating and freeing one per request. At most
+ * CT_ORIGIN_IDLE_MAX records are kept idle; past that the one idle the
+ * longest is freed, so memory stays bounded however many origins a loop
+ * has seen.
  */
 #define _GNU_SOURCE
 #include "ct_internal.h"
@@ -24,7 +31,11 @@
 struct cti_origin {
   struct cti_origin *next;        /* hash chain */
   struct cti_origin *ready_next;  /* in loop->origin_ready when `ready` */
+  /* In loop->origin_idle (most recently idle first) when `idle`. */
+  struct cti_origin *idle_prev;
+  struct cti_origin *idle_next;
   int ready;
+  int idle;                       /* no transfer counts or waits in it */
   uint64_t hash;
   int64_t running;                /* transfers counted, not waiting */
   struct cti_transfer *wait_head;
@@ -118,6 +129,40 @@ static void set_waiting(struct ct_loop *loop, int64_t delta)
                    delta, __ATOMIC_RELAXED);
 }
 
+/* Store `v` in a counter the tests read (ct_loop_origin_stats). */
+static void set_stat(int64_t *counter, int64_t v)
+{
+  __atomic_store_n(counter, v, __ATOMIC_RELAXED);
+}
+
+static void idle_unlink(struct ct_loop *loop, struct cti_origin *o)
+{
+  if(o->idle_prev)
+    o->idle_prev->idle_next = o->idle_next;
+  else
+    loop->origin_idle = o->idle_next;
+  if(o->idle_next)
+    o->idle_next->idle_prev = o->idle_prev;
+  else
+    loop->origin_idle_tail = o->idle_prev;
+  o->idle_prev = o->idle_next = NULL;
+  o->idle = 0;
+  set_stat(&loop->origin_idle_count, loop->origin_idle_count - 1);
+}
+
+/* Take `o` out of its hash chain and free it. */
+static void origin_free(struct ct_loop *loop, struct cti_origin *o)
+{
+  struct cti_origin **b;
+  b = &loop->origin_buckets[o->hash % CTI_ORIGIN_BUCKETS];
+  while(*b && *b != o)
+    b = &(*b)->next;
+  if(*b)
+    *b = o->next;
+  free(o);
+  set_stat(&loop->origin_records, loop->origin_records - 1);
+}
+
 static struct cti_origin *find_or_add(struct ct_loop *loop, const char *key,
                                       size_t len)
 {
@@ -131,8 +176,11 @@ static struct cti_origin *find_or_add(struct ct_loop *loop, const char *key,
   }
   b = &loop->origin_buckets[h % CTI_ORIGIN_BUCKETS];
   for(o = *b; o; o = o->next)
-    if(o->hash == h && strcmp(o->key, key) == 0)
+    if(o->hash == h && strcmp(o->key, key) == 0) {
+      if(o->idle)
+        idle_unlink(loop, o);     /* in use again: kept, not allocated */
       return o;
+    }
   o = calloc(1, sizeof(*o) + len + 1);
   if(!o)
     return NULL;
@@ -140,21 +188,31 @@ static struct cti_origin *find_or_add(struct ct_loop *loop, const char *key,
   memcpy(o->key, key, len + 1);
   o->next = *b;
   *b = o;
+  set_stat(&loop->origin_records, loop->origin_records + 1);
+  set_stat(&loop->origin_allocated, loop->origin_allocated + 1);
   return o;
 }
 
-/* Free `o` when nothing counts in it and it is not on the ready list. */
-static void drop_if_unused(struct ct_loop *loop, struct cti_origin *o)
+/* Keep `o` idle when nothing counts in it and it is not on the ready
+ * list; past the bound, free the record idle the longest. */
+static void idle_if_unused(struct ct_loop *loop, struct cti_origin *o)
 {
-  struct cti_origin **b;
-  if(o->running > 0 || o->wait_head || o->ready)
+  if(o->running > 0 || o->wait_head || o->ready || o->idle)
     return;
-  b = &loop->origin_buckets[o->hash % CTI_ORIGIN_BUCKETS];
-  while(*b && *b != o)
-    b = &(*b)->next;
-  if(*b)
-    *b = o->next;
-  free(o);
+  o->idle = 1;
+  o->idle_prev = NULL;
+  o->idle_next = loop->origin_idle;
+  if(loop->origin_idle)
+    loop->origin_idle->idle_prev = o;
+  else
+    loop->origin_idle_tail = o;
+  loop->origin_idle = o;
+  set_stat(&loop->origin_idle_count, loop->origin_idle_count + 1);
+  if(loop->origin_idle_count > CT_ORIGIN_IDLE_MAX) {
+    struct cti_origin *oldest = loop->origin_idle_tail;
+    idle_unlink(loop, oldest);
+    origin_free(loop, oldest);
+  }
 }
 
 int cti_origin_enter(struct ct_loop *loop, struct cti_transfer *t)
@@ -217,7 +275,7 @@ struct cti_transfer *cti_origin_next(struct ct_loop *loop)
     loop->origin_ready = o->ready_next;
     o->ready_next = NULL;
     o->ready = 0;
-    drop_if_unused(loop, o);
+    idle_if_unused(loop, o);
   }
   return NULL;
 }
@@ -240,7 +298,7 @@ void cti_origin_leave(struct ct_loop *loop, struct cti_transfer *t)
     }
     return;
   }
-  drop_if_unused(loop, o);
+  idle_if_unused(loop, o);
 }
 
 void cti_origin_free_all(struct ct_loop *loop)
@@ -259,4 +317,17 @@ void cti_origin_free_all(struct ct_loop *loop)
   free(loop->origin_buckets);
   loop->origin_buckets = NULL;
   loop->origin_ready = NULL;
+  loop->origin_idle = NULL;
+  loop->origin_idle_tail = NULL;
+  set_stat(&loop->origin_records, 0);
+  set_stat(&loop->origin_idle_count, 0);
+}
+
+void ct_loop_origin_stats(const struct ct_loop *loop,
+                          struct ct_origin_stats *out)
+{
+  out->records = __atomic_load_n(&loop->origin_records, __ATOMIC_RELAXED);
+  out->idle = __atomic_load_n(&loop->origin_idle_count, __ATOMIC_RELAXED);
+  out->allocated = __atomic_load_n(&loop->origin_allocated,
+                                   __ATOMIC_RELAXED);
 }

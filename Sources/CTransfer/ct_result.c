@@ -65,6 +65,18 @@ static void collect_metrics(struct cti_transfer *t, struct ct_metrics *m)
     m->local_port = (int32_t)l;
 }
 
+/* CT_FLAG_NO_METRICS: what every result carries, the body byte counts
+ * (and the queue time, which costs no call). */
+static void collect_counts(struct cti_transfer *t, struct ct_metrics *m)
+{
+  curl_off_t v = 0;
+  m->queued = t->add_time - t->submit_time;
+  if(curl_easy_getinfo(t->easy, CURLINFO_SIZE_UPLOAD_T, &v) == CURLE_OK)
+    m->body_bytes_sent = v;
+  if(curl_easy_getinfo(t->easy, CURLINFO_SIZE_DOWNLOAD_T, &v) == CURLE_OK)
+    m->body_bytes_received = v;
+}
+
 static ct_code classify(struct cti_transfer *t, CURLcode cc)
 {
   struct cti_failure st;
@@ -246,7 +258,9 @@ static void report(struct cti_transfer *t, ct_code code, CURLcode cc,
   char *redirect = NULL;
 
   memset(&r, 0, sizeof(r));
-  if(t->easy && t->add_time > 0)
+  if(t->easy && t->add_time > 0 && (t->flags & CT_FLAG_NO_METRICS))
+    collect_counts(t, &r.metrics);
+  else if(t->easy && t->add_time > 0)
     collect_metrics(t, &r.metrics);
   else
     r.metrics.queued = cti_now() - t->submit_time;

@@ -61,22 +61,83 @@ void cti_transfer_set_error(struct cti_transfer *t, ct_code code, int err,
   cti_copy_message(t->local_message, sizeof(t->local_message), message);
 }
 
+/*
+ * A transfer's copies of the spec's strings, and its header, resolve and
+ * connect-to lists (curl_slist nodes pointing at copies of the lines), live
+ * after it in its one allocation: a request costs no allocation per string
+ * or per header. libcurl only reads the lists (CURLOPT_HTTPHEADER and the
+ * others keep the pointer), and they live as long as the transfer, which
+ * sets them again on every request it makes with a reused handle
+ * (set_request in ct_request.c). None of these is freed on its own, and
+ * none may be given to curl_slist_append or curl_slist_free_all.
+ */
+struct tail {
+  struct curl_slist *node;       /* the next free node */
+  char *text;                    /* the next free byte */
+};
+
+/* Bytes a copy of `s` takes (0: no string). */
+static size_t text_size(const char *s)
+{
+  return s ? strlen(s) + 1 : 0;
+}
+
+static char *tail_copy(struct tail *b, const char *s)
+{
+  char *copy;
+  if(!s)
+    return NULL;
+  copy = b->text;
+  b->text = stpcpy(copy, s) + 1;
+  return copy;
+}
+
+/* Appends a node for `copy` (already in the tail) at `*end`, the next
+ * pointer of the list's last node (or its head). */
+static void tail_append(struct tail *b, struct curl_slist ***end, char *copy)
+{
+  struct curl_slist *n = b->node++;
+  n->data = copy;
+  n->next = NULL;
+  **end = n;
+  *end = &n->next;
+}
+
+/* Whether the transfer sends If-Range: a validator and a range or a
+ * resume offset (as range_start >= 0 || resume_offset > 0 once set). */
+static int sends_if_range(const struct ct_transfer_spec *spec)
+{
+  return spec->if_range && (spec->range_end >= 0 || spec->range_start > 0 ||
+                            spec->resume_offset > 0);
+}
+
+#define IF_RANGE "If-Range: "
+
 ct_code cti_transfer_create(struct ct_loop *loop,
                             const struct ct_transfer_spec *spec, void *ctx,
                             struct cti_transfer **out)
 {
   struct cti_transfer *t;
+  struct curl_slist **headers_end;
+  struct curl_slist **proxy_end;
+  struct curl_slist **end;
+  struct tail b;
+  size_t nodes;
+  size_t text;
   size_t i;
+  int if_range;
 
   *out = NULL;
   if(!spec->url || !*spec->url)
     return CT_E_INVALID_REQUEST;
   if(has_crlf(spec->url) || (spec->method && has_crlf(spec->method)))
     return CT_E_INVALID_REQUEST;
+  text = 0;
   for(i = 0; i < spec->header_count; i++) {
     const char *h = spec->headers ? spec->headers[i] : NULL;
     if(!h || has_crlf(h) || !strchr(h, ':'))
       return CT_E_INVALID_REQUEST;
+    text += text_size(h);
   }
   if(spec->body_kind == CT_BODY_MEMORY && spec->body_length > 0 &&
      !spec->body_data)
@@ -95,33 +156,72 @@ ct_code cti_transfer_create(struct ct_loop *loop,
     const char *r = spec->resolve ? spec->resolve[i] : NULL;
     if(!r || has_crlf(r) || !strchr(r, ':'))
       return CT_E_INVALID_REQUEST;
+    text += text_size(r);
   }
   for(i = 0; i < spec->connect_to_count; i++) {
     const char *c = spec->connect_to ? spec->connect_to[i] : NULL;
     if(!c || has_crlf(c) || !strchr(c, ':'))
       return CT_E_INVALID_REQUEST;
+    text += text_size(c);
   }
+  if_range = sends_if_range(spec);
+  nodes = spec->header_count + spec->resolve_count + spec->connect_to_count +
+    (if_range ? 1 : 0);
+  if(if_range)
+    text += strlen(IF_RANGE) + text_size(spec->if_range);
+  text += text_size(spec->url) + text_size(spec->method) +
+    text_size(spec->ca_file) + text_size(spec->client_cert) +
+    text_size(spec->client_key) + text_size(spec->user_password) +
+    text_size(spec->unix_socket_path) + text_size(spec->netrc_file) +
+    text_size(spec->ciphers) + text_size(spec->tls13_ciphers) +
+    text_size(spec->body_path);
 
-  t = calloc(1, sizeof(*t));
+  /* sizeof(*t) is a multiple of its alignment: the nodes after it are
+   * aligned, the text follows them. */
+  t = calloc(1, sizeof(*t) + nodes * sizeof(struct curl_slist) + text);
   if(!t)
     return CT_E_NO_MEMORY;
+  b.node = (struct curl_slist *)(void *)(t + 1);
+  b.text = (char *)(b.node + nodes);
   t->loop = loop;
   t->ctx = ctx;
   t->flags = spec->flags;
   t->body_fd = -1;
   cti_sink_init(&t->sink);
-  t->url = cti_strdup(spec->url);
-  t->method = cti_strdup(spec->method);
-  t->if_range = cti_strdup(spec->if_range);
-  t->ca_file = cti_strdup(spec->ca_file);
-  t->client_cert = cti_strdup(spec->client_cert);
-  t->client_key = cti_strdup(spec->client_key);
-  t->userpwd = cti_strdup(spec->user_password);
-  t->unix_socket_path = cti_strdup(spec->unix_socket_path);
-  t->netrc_file = cti_strdup(spec->netrc_file);
-  t->ciphers = cti_strdup(spec->ciphers);
-  t->tls13_ciphers = cti_strdup(spec->tls13_ciphers);
-  t->body_path = cti_strdup(spec->body_path);
+  t->url = tail_copy(&b, spec->url);
+  t->method = tail_copy(&b, spec->method);
+  t->ca_file = tail_copy(&b, spec->ca_file);
+  t->client_cert = tail_copy(&b, spec->client_cert);
+  t->client_key = tail_copy(&b, spec->client_key);
+  t->userpwd = tail_copy(&b, spec->user_password);
+  t->unix_socket_path = tail_copy(&b, spec->unix_socket_path);
+  t->netrc_file = tail_copy(&b, spec->netrc_file);
+  t->ciphers = tail_copy(&b, spec->ciphers);
+  t->tls13_ciphers = tail_copy(&b, spec->tls13_ciphers);
+  t->body_path = tail_copy(&b, spec->body_path);
+  headers_end = &t->headers;
+  proxy_end = &t->proxy_headers;
+  for(i = 0; i < spec->header_count; i++) {
+    /* Proxy credentials go to proxies only (CURLOPT_PROXYHEADER): curl
+     * strips a custom Authorization or Cookie header when it follows a
+     * redirect to another scheme, host or port, but not this one. */
+    int to_proxy = curl_strnequal(spec->headers[i], "Proxy-Authorization:",
+                                  20);
+    tail_append(&b, to_proxy ? &proxy_end : &headers_end,
+                tail_copy(&b, spec->headers[i]));
+  }
+  if(if_range) {
+    /* Segments too: every range must come from the same version. */
+    char *line = b.text;
+    b.text = stpcpy(stpcpy(line, IF_RANGE), spec->if_range) + 1;
+    tail_append(&b, &headers_end, line);
+  }
+  end = &t->resolve;
+  for(i = 0; i < spec->resolve_count; i++)
+    tail_append(&b, &end, tail_copy(&b, spec->resolve[i]));
+  end = &t->connect_to;
+  for(i = 0; i < spec->connect_to_count; i++)
+    tail_append(&b, &end, tail_copy(&b, spec->connect_to[i]));
   cti_options_copy(&t->opts, spec);
   {
     /* ct_proxy.c: a CR or LF in a proxy setting, or no memory */
@@ -134,33 +234,6 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   if(cti_journal_create(t, spec) != CT_OK ||
      cti_checksum_create(t, spec->expected_sha256) != CT_OK)
     goto nomem;
-  if(!t->url || (spec->method && !t->method))
-    goto nomem;
-  for(i = 0; i < spec->header_count; i++) {
-    /* Proxy credentials go to proxies only (CURLOPT_PROXYHEADER): curl
-     * strips a custom Authorization or Cookie header when it follows a
-     * redirect to another scheme, host or port, but not this one. */
-    int to_proxy = curl_strnequal(spec->headers[i], "Proxy-Authorization:",
-                                  20);
-    struct curl_slist **list = to_proxy ? &t->proxy_headers : &t->headers;
-    struct curl_slist *n = curl_slist_append(*list, spec->headers[i]);
-    if(!n)
-      goto nomem;
-    *list = n;
-  }
-  for(i = 0; i < spec->resolve_count; i++) {
-    struct curl_slist *n = curl_slist_append(t->resolve, spec->resolve[i]);
-    if(!n)
-      goto nomem;
-    t->resolve = n;
-  }
-  for(i = 0; i < spec->connect_to_count; i++) {
-    struct curl_slist *n = curl_slist_append(t->connect_to,
-                                             spec->connect_to[i]);
-    if(!n)
-      goto nomem;
-    t->connect_to = n;
-  }
 
   t->body_kind = spec->body_kind;
   t->body_mem = spec->body_data;
@@ -219,24 +292,9 @@ void cti_transfer_free(struct cti_transfer *t)
     curl_easy_cleanup(t->easy);
   if(t->body_fd >= 0)
     close(t->body_fd);
-  curl_slist_free_all(t->headers);
-  curl_slist_free_all(t->proxy_headers);
-  curl_slist_free_all(t->resolve);
-  curl_slist_free_all(t->connect_to);
+  /* The spec's strings and the lists live in `t`'s own allocation. */
   cti_proxy_free(t->proxy);
   cti_sink_free(&t->sink);
-  free(t->url);
-  free(t->method);
-  free(t->if_range);
-  free(t->ca_file);
-  free(t->client_cert);
-  free(t->client_key);
-  free(t->userpwd);
-  free(t->unix_socket_path);
-  free(t->netrc_file);
-  free(t->ciphers);
-  free(t->tls13_ciphers);
-  free(t->body_path);
   free(t->hdr);
   free(t->etag);
   free(t->last_modified);

@@ -1,15 +1,71 @@
 import Transfer
 
+/// Where ``MetricsFormat`` writes: a growable array, or a ``ByteCursor``
+/// over memory sized beforehand for the whole line.
+protocol ByteSink {
+    mutating func put(_ byte: UInt8)
+    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>)
+}
+
+extension Array: ByteSink where Element == UInt8 {
+    @inline(__always) mutating func put(_ byte: UInt8) { append(byte) }
+    @inline(__always) mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) { append(contentsOf: bytes) }
+}
+
+/// Writes forward from a pointer with no capacity checks: the caller has
+/// reserved room for everything that will be put (``MetricsFormat/appendLine(_:to:)``
+/// counts it first).
+struct ByteCursor: ByteSink {
+    private(set) var position: UnsafeMutablePointer<UInt8>
+
+    init(_ start: UnsafeMutablePointer<UInt8>) { position = start }
+
+    @inline(__always) mutating func put(_ byte: UInt8) {
+        position.initialize(to: byte)
+        position += 1
+    }
+
+    @inline(__always) mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        position.initialize(from: base, count: bytes.count)
+        position += bytes.count
+    }
+}
+
 /// The bytes of one `--metrics` line, written by hand into a byte buffer.
 ///
 /// The output is the one `String(format:)` and string concatenation produced
 /// before (the CLI tests and scripts parse it), at a fraction of the cost: no
-/// Foundation formatting, no intermediate strings, one growable buffer.
+/// Foundation formatting, no intermediate strings, and for a whole line one
+/// copy into the caller's buffer of bytes written through a pointer.
 enum MetricsFormat {
+    /// At most this many bytes for one value of ``appendSeconds(_:to:)``:
+    /// a sign, 309 digits of the largest double, the point and six decimals.
+    static let secondsBound = 1 + 309 + 1 + 6
+    /// At most this many for ``appendInteger(_:to:)``: a sign and 19 digits.
+    static let integerBound = 20
+
     /// Appends the JSON object of `record` and a newline to `out`.
     static func appendLine(_ record: MetricsWriter.Record, to out: inout [UInt8]) {
         // Without metrics (a job that never ran) every phase is unknown.
         let m = record.metrics ?? TaskMetrics()
+        // The line's largest size: the names and punctuation, every number
+        // at its widest, every string byte escaped as \u00XX.
+        var escaped = record.url.utf8.count + m.httpVersion.utf8.count + m.remoteAddress.utf8.count
+        if let failure = record.failure { escaped += failure.status.className.utf8.count + 2 + failure.detail.utf8.count }
+        let bound = 512 + 7 * secondsBound + 5 * integerBound + 6 * escaped + 4 * 2
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer in
+            guard let start = buffer.baseAddress else { return }
+            var cursor = ByteCursor(start)
+            writeLine(record, metrics: m, to: &cursor)
+            assert(cursor.position - start <= bound, "a metrics line outgrew its bound")
+            out.append(contentsOf: UnsafeBufferPointer(start: start, count: cursor.position - start))
+        }
+    }
+
+    private static func writeLine<Sink: ByteSink>(_ record: MetricsWriter.Record, metrics m: TaskMetrics,
+                                                   to out: inout Sink)
+    {
         append("{\"url\":", to: &out)
         appendString(record.url, to: &out)
         append(",\"status\":", to: &out)
@@ -44,7 +100,11 @@ enum MetricsFormat {
             append(",\"error_code\":", to: &out)
             appendInteger(Int64(failure.status.rawValue), to: &out)
             append(",\"error_message\":", to: &out)
-            appendString(failure.status.className, ": ", failure.detail, to: &out)
+            out.put(0x22)
+            appendEscaped(failure.status.className, to: &out)
+            append(": ", to: &out)
+            appendEscaped(failure.detail, to: &out)
+            out.put(0x22)
             append("}\n", to: &out)
         } else {
             append(",\"error_code\":0,\"error_message\":null}\n", to: &out)
@@ -53,50 +113,53 @@ enum MetricsFormat {
 
     /// Appends the UTF-8 of `text` as it is.
     @inline(__always)
-    static func append(_ text: StaticString, to out: inout [UInt8]) {
-        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    static func append<Sink: ByteSink>(_ text: StaticString, to out: inout Sink) {
+        out.put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// A string literal, or `null` for the empty string (an absent value).
-    static func appendStringOrNull(_ text: String, to out: inout [UInt8]) {
+    static func appendStringOrNull<Sink: ByteSink>(_ text: String, to out: inout Sink) {
         if text.isEmpty { append("null", to: &out) } else { appendString(text, to: &out) }
     }
 
-    /// A JSON string literal of the concatenation of `parts`.
+    /// A JSON string literal of `text`.
     ///
     /// `"`, `\`, LF, CR and tab get their short escapes; every other C0
     /// control and DEL become `\u00xx`; everything else, non-ASCII included,
     /// is copied as UTF-8 (no byte of a multi-byte sequence is below 0x80).
-    static func appendString(_ parts: String..., to out: inout [UInt8]) {
-        out.append(0x22)
-        for part in parts {
-            var part = part
-            part.withUTF8 { bytes in appendEscaped(bytes, to: &out) }
-        }
-        out.append(0x22)
+    static func appendString<Sink: ByteSink>(_ text: String, to out: inout Sink) {
+        out.put(0x22)
+        appendEscaped(text, to: &out)
+        out.put(0x22)
     }
 
-    private static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+    /// The escaped bytes of `text`, without quotes.
+    private static func appendEscaped<Sink: ByteSink>(_ text: String, to out: inout Sink) {
+        var text = text
+        text.withUTF8 { bytes in appendEscaped(bytes, to: &out) }
+    }
+
+    private static func appendEscaped<Sink: ByteSink>(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout Sink) {
         var runStart = 0
         for index in 0..<bytes.count {
             let byte = bytes[index]
             if byte >= 0x20 && byte != 0x22 && byte != 0x5C && byte != 0x7F { continue }
-            if runStart < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+            if runStart < index { out.put(UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
             runStart = index + 1
-            out.append(0x5C)
+            out.put(0x5C)
             switch byte {
-            case 0x22: out.append(0x22)
-            case 0x5C: out.append(0x5C)
-            case 0x0A: out.append(0x6E)   // n
-            case 0x0D: out.append(0x72)   // r
-            case 0x09: out.append(0x74)   // t
+            case 0x22: out.put(0x22)
+            case 0x5C: out.put(0x5C)
+            case 0x0A: out.put(0x6E)   // n
+            case 0x0D: out.put(0x72)   // r
+            case 0x09: out.put(0x74)   // t
             default:
                 append("u00", to: &out)
-                out.append(hexDigit(byte >> 4))
-                out.append(hexDigit(byte & 0x0F))
+                out.put(hexDigit(byte >> 4))
+                out.put(hexDigit(byte & 0x0F))
             }
         }
-        if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
+        if runStart < bytes.count { out.put(UnsafeBufferPointer(rebasing: bytes[runStart...])) }
     }
 
     /// Lower-case, as `%04x` wrote it.
@@ -106,15 +169,15 @@ enum MetricsFormat {
     }
 
     /// A signed decimal integer, as `String(Int64)` writes it.
-    static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
-        if value < 0 { out.append(0x2D) }
+    static func appendInteger<Sink: ByteSink>(_ value: Int64, to out: inout Sink) {
+        if value < 0 { out.put(0x2D) }
         appendDecimal(value.magnitude, to: &out)
     }
 
     /// The decimal digits of `value`, no sign, no padding.
-    static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
+    static func appendDecimal<Sink: ByteSink>(_ value: UInt64, to out: inout Sink) {
         if value < 10 {
-            out.append(0x30 + UInt8(truncatingIfNeeded: value))
+            out.put(0x30 + UInt8(truncatingIfNeeded: value))
             return
         }
         // 20 digits hold UInt64.max; written from the end, copied once.
@@ -126,7 +189,7 @@ enum MetricsFormat {
                 digits[start] = 0x30 + UInt8(truncatingIfNeeded: rest % 10)
                 rest /= 10
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
+            out.put(UnsafeBufferPointer(rebasing: digits[start..<20]))
         }
     }
 
@@ -135,12 +198,12 @@ enum MetricsFormat {
     /// even), or `null` for a phase that did not happen or is unknown
     /// (negative) and for a value that is not a number (NaN and infinities,
     /// which `%.6f` wrote as `nan`/`inf`: not JSON).
-    static func appendSeconds(_ value: Double, to out: inout [UInt8]) {
+    static func appendSeconds<Sink: ByteSink>(_ value: Double, to out: inout Sink) {
         guard value.isFinite, !(value < 0) else {
             append("null", to: &out)
             return
         }
-        if value.sign == .minus { out.append(0x2D) }   // -0.0: "%.6f" wrote "-0.000000"
+        if value.sign == .minus { out.put(0x2D) }   // -0.0: "%.6f" wrote "-0.000000"
         let magnitude = value.magnitude
         let whole = magnitude.rounded(.down)
         // Exact: both lie in the same binade or the fraction is below 1.
@@ -176,11 +239,11 @@ enum MetricsFormat {
             // At or above 2^53 a double is an integer: no fraction, no carry.
             appendLargeInteger(whole, to: &out)
         }
-        out.append(0x2E)
+        out.put(0x2E)
         // Six digits, zero-padded.
         var divisor: UInt64 = 100_000
         while divisor > 0 {
-            out.append(0x30 + UInt8(truncatingIfNeeded: fractionDigits / divisor % 10))
+            out.put(0x30 + UInt8(truncatingIfNeeded: fractionDigits / divisor % 10))
             divisor /= 10
         }
     }
@@ -188,7 +251,7 @@ enum MetricsFormat {
     /// The exact decimal digits of an integral double too large for UInt64
     /// (up to 309 digits): significand times a power of two, in base-10^9
     /// limbs. Only absurd timings take this path.
-    private static func appendLargeInteger(_ value: Double, to out: inout [UInt8]) {
+    private static func appendLargeInteger<Sink: ByteSink>(_ value: Double, to out: inout Sink) {
         let base: UInt64 = 1_000_000_000
         var significand = value.significandBitPattern | (1 << UInt64(Double.significandBitCount))
         var shift = Int(value.exponent) - Double.significandBitCount
@@ -215,7 +278,7 @@ enum MetricsFormat {
         for limb in limbs.dropLast().reversed() {
             var divisor: UInt64 = 100_000_000
             while divisor > 0 {
-                out.append(0x30 + UInt8(truncatingIfNeeded: limb / divisor % 10))
+                out.put(0x30 + UInt8(truncatingIfNeeded: limb / divisor % 10))
                 divisor /= 10
             }
         }

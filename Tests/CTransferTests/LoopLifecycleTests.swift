@@ -80,11 +80,17 @@ struct LoopLifecycleTests {
         var config = makeConfig(log)
         var loop: OpaquePointer?
         #expect(ct_loop_create(&config, &loop) == CT_OK)
+        // A peer that takes connections into its backlog and never answers:
+        // every transfer is still running when the loop stops (a closed
+        // port would let some fail to connect first, when the loop thread
+        // gets there before the stop).
+        let silent = try LoopbackListener.open(backlog: 64)
+        defer { close(silent.fd) }
         var ids: [UInt64] = []
         for tag in 0..<20 {
             var spec = ct_transfer_spec()
             ct_transfer_spec_init(&spec)
-            let submitted = "http://127.0.0.1:9/never".withCString { url -> ct_code in
+            let submitted = "http://127.0.0.1:\(silent.port)/never".withCString { url -> ct_code in
                 spec.url = url
                 var id: UInt64 = 0
                 let box = Unmanaged.passRetained(FinishEntry(log: log, tag: UInt64(tag)))

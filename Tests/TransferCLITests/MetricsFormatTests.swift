@@ -185,7 +185,24 @@ struct MetricsFormatTests {
         odd.httpVersion = "2"
         odd.total = 1e300
         odd.remoteAddress = "127.0.0.1"
+        // The widest line there is: every time at the largest double, every
+        // number at its longest, every string byte escaped as \u00XX (the
+        // line is written into memory sized for it beforehand).
+        var widest = TaskMetrics()
+        widest.nameLookup = Double.greatestFiniteMagnitude
+        widest.connect = Double.greatestFiniteMagnitude
+        widest.tlsHandshake = Double.greatestFiniteMagnitude
+        widest.requestSent = Double.greatestFiniteMagnitude
+        widest.firstByte = Double.greatestFiniteMagnitude
+        widest.total = Double.greatestFiniteMagnitude
+        widest.redirectDuration = Double.greatestFiniteMagnitude
+        widest.redirectCount = Int.min
+        widest.httpVersion = String(repeating: "\u{1}", count: 300)
+        widest.remoteAddress = String(repeating: "\u{7F}", count: 300)
+        let controls = String(repeating: "\u{2}", count: 1000)
         let records = [
+            MetricsWriter.Record(url: controls, status: Int.min, metrics: widest, bytesReceived: Int64.min,
+                                 bytesSent: Int64.min, failure: Failure(.cannotConnect, controls)),
             MetricsWriter.Record(url: "http://127.0.0.1/x", status: 200, metrics: full, bytesReceived: 1024,
                                  bytesSent: 0, failure: nil),
             MetricsWriter.Record(url: "http://h/\u{1}\"", status: nil, metrics: nil, bytesReceived: 0, bytesSent: 0,

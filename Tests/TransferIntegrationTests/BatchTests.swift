@@ -110,6 +110,9 @@ struct BatchTests {
             #expect(try element.result.get().0.isEmpty)
             #expect(element.bytesReceived == Int64(100 + index))
             #expect(element.metrics?.bodyBytesReceived == Int64(100 + index))
+            // Timings are collected when asked for (and only then: CT_FLAG_NO_METRICS).
+            #expect(element.metrics?.httpVersion == "1.1")
+            #expect(element.metrics?.remoteAddress == "127.0.0.1")
         }
     }
 

@@ -1,3 +1,4 @@
+import CTransfer
 import Foundation
 import TestSupport
 import Testing
@@ -98,6 +99,58 @@ struct DefaultsTests {
             _ = try await bad.data(for: Request(url: server.url("/bytes/8?seed=14"), headers: ["X-Tag": "r"]))
         }
         #expect(server.requests.count == before)
+    }
+
+    @Test("Accept-Encoding goes once with libcurl's codings; the request's own field replaces it")
+    func acceptEncodingAsSent() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        var off = SessionConfiguration.default
+        off.acceptsCompressedResponses = false
+        let plain = try SessionManager(configuration: off)
+        defer { plain.invalidateAndCancel() }
+        func values(_ path: String) throws -> [String] {
+            let record = try #require(server.requests.last { $0.target == path }, "no request to \(path)")
+            return record.headers.filter { $0.name.lowercased() == "accept-encoding" }.map(\.value)
+        }
+        // What libcurl lists for CURLOPT_ACCEPT_ENCODING "", from the
+        // decoders it was built with.
+        let features = String(cString: ct_curl_features()).split(separator: " ")
+        var codings: [String] = []
+        if features.contains("libz") { codings += ["deflate", "gzip"] }
+        if features.contains("brotli") { codings.append("br") }
+        if features.contains("zstd") { codings.append("zstd") }
+        let expected = codings.isEmpty ? "identity" : codings.joined(separator: ", ")
+
+        // Asked for and decoded: on the fast path, as a task, and on each
+        // request of a redirect chain.
+        let (body, _) = try await session.data(for: Request(url: server.url("/gzip-zeros/5000")))
+        #expect(body == Data(count: 5000))
+        #expect(try values("/gzip-zeros/5000") == [expected])
+        let (uploaded, _) = try await session.upload(for: Request(url: server.url("/gzip-zeros/6000")),
+                                                     from: Data("x".utf8))
+        #expect(uploaded == Data(count: 6000))
+        #expect(try values("/gzip-zeros/6000") == [expected])
+        _ = try await session.data(for: Request(url: server.url("/redirect/2")))
+        for path in ["/redirect/2", "/redirect/1", "/redirect/0"] { #expect(try values(path) == [expected]) }
+
+        // The request's own field, from the request or the session, is the one sent.
+        _ = try await session.data(for: Request(url: server.url("/bytes/8?seed=21"),
+                                                headers: ["accept-encoding": "identity"]))
+        #expect(try values("/bytes/8?seed=21") == ["identity"])
+        var named = SessionConfiguration.default
+        named.httpAdditionalHeaders = ["Accept-Encoding": "gzip"]
+        let gzipOnly = try SessionManager(configuration: named)
+        defer { gzipOnly.invalidateAndCancel() }
+        let (decoded, _) = try await gzipOnly.data(for: Request(url: server.url("/gzip-zeros/7000")))
+        #expect(decoded == Data(count: 7000))
+        #expect(try values("/gzip-zeros/7000") == ["gzip"])
+
+        // Decoding off: nothing asked for.
+        _ = try await plain.data(for: Request(url: server.url("/bytes/8?seed=22")))
+        #expect(try values("/bytes/8?seed=22") == [])
     }
 
     @Test("responseTooLarge names the setting to raise")

@@ -77,7 +77,7 @@ struct EngineBridgeTests {
         let target = RecordingTarget()
         let strings = CStrings()
         var spec = try session.fastSpec(for: Request(url: server.url("/redirect/3")), strings: strings,
-                                        discardsBody: false)
+                                        discardsBody: false, collectsMetrics: true)
         if tracing { spec.flags.insert(.trace) }
 
         _ = try session.engine.submit(&spec, target: target).get()

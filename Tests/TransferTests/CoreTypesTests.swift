@@ -22,6 +22,17 @@ struct CoreTypesTests {
         #expect(throws: TransferError.self) { try HTTPHeaders.validate(name: "X", value: "a\r\nB: c") }
         #expect(throws: TransferError.self) { try HTTPHeaders.validate(name: "X", value: "a\u{0}b") }
         #expect(throws: Never.self) { try HTTPHeaders.validate(name: "X-Good_1.2~", value: "any value; q=0.5") }
+        // RFC 9110's tchar, byte by byte: letters, digits and 15 symbols.
+        let symbols = Array("!#$%&'*+-.^_`|~".utf8)
+        for byte in UInt8(0)...UInt8(0x7F) {
+            let isToken = (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || symbols.contains(byte)
+            let name = "X" + String(UnicodeScalar(byte))
+            var accepted = true
+            do { try HTTPHeaders.validate(name: name, value: "v") } catch { accepted = false }
+            #expect(accepted == isToken, "byte \(byte)")
+        }
+        #expect(throws: TransferError.self) { try HTTPHeaders.validate(name: "X-é", value: "v") }
     }
 
     @Test("setting a header replaces every field of that name; nil removes it")

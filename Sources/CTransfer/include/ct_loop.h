@@ -341,6 +341,18 @@ struct ct_pool_stats {
 };
 void ct_loop_pool_stats(const struct ct_loop *_Nonnull loop,
                         struct ct_pool_stats *_Nonnull out);
+/* Introspection for tests: the per-origin records of the connection limit
+ * (ct_origin.c). `records` in the table, `idle` of them kept with no
+ * transfer for reuse (at most CT_ORIGIN_IDLE_MAX, the most recently used),
+ * `allocated` ever. Relaxed reads, any thread. */
+#define CT_ORIGIN_IDLE_MAX 64
+struct ct_origin_stats {
+  int64_t records;
+  int64_t idle;
+  int64_t allocated;
+};
+void ct_loop_origin_stats(const struct ct_loop *_Nonnull loop,
+                          struct ct_origin_stats *_Nonnull out);
 /* Introspection for tests: how often the loop drove a TLS connection again
  * because OpenSSL held records read ahead that epoll cannot report (bulk
  * HTTPS bodies, ct_tls_read.c). Relaxed read, any thread. */

@@ -89,6 +89,10 @@ typedef enum ct_netrc {
 /* Send the URL path as given: "/../" and "/./" are not squashed
  * (CURLOPT_PATH_AS_IS). A high bit, away from the flags others add. */
 #define CT_FLAG_PATH_AS_IS        (1u << 22)
+/* Nobody reads this transfer's timings: ct_result.metrics holds only the
+ * body byte counts and the queue time, without the twenty-odd
+ * curl_easy_getinfo calls of the rest. */
+#define CT_FLAG_NO_METRICS        (1u << 23)
 
 /* HTTP authentication schemes libcurl may answer a 401 with, using
  * `user_password` (CURLOPT_HTTPAUTH). Basic alone is sent up front;

@@ -31,15 +31,27 @@ final class CStrings {
         return fresh
     }
 
+    /// A copy of `head`, then `": "` and `tail` when given (a header line, written in one
+    /// piece), NUL-terminated, in the arena: the one place bytes are copied and terminated.
+    private func copyTerminated(_ head: UnsafeBufferPointer<UInt8>, value tail: UnsafeBufferPointer<UInt8>? = nil)
+        -> UnsafeMutablePointer<CChar>
+    {
+        let length = head.count + (tail.map { 2 + $0.count } ?? 0)
+        let pointer = allocate(length + 1)
+        if let base = head.baseAddress { pointer.copyMemory(from: base, byteCount: head.count) }
+        if let tail {
+            pointer.storeBytes(of: UInt8(ascii: ":"), toByteOffset: head.count, as: UInt8.self)
+            pointer.storeBytes(of: UInt8(ascii: " "), toByteOffset: head.count + 1, as: UInt8.self)
+            if let base = tail.baseAddress { (pointer + head.count + 2).copyMemory(from: base, byteCount: tail.count) }
+        }
+        pointer.storeBytes(of: 0, toByteOffset: length, as: UInt8.self)
+        return pointer.assumingMemoryBound(to: CChar.self)
+    }
+
     /// A copy of `string` that lives until `free()`.
     func make(_ string: String) -> UnsafeMutablePointer<CChar> {
         var string = string
-        return string.withUTF8 { bytes in
-            let pointer = allocate(bytes.count + 1)
-            if let base = bytes.baseAddress { pointer.copyMemory(from: base, byteCount: bytes.count) }
-            pointer.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
-            return pointer.assumingMemoryBound(to: CChar.self)
-        }
+        return string.withUTF8 { copyTerminated($0) }
     }
 
     func make(_ string: String?) -> UnsafeMutablePointer<CChar>? {
@@ -69,17 +81,7 @@ final class CStrings {
             var name = field.name
             var value = field.value
             array[index] = name.withUTF8 { name in
-                value.withUTF8 { value in
-                    let line = allocate(name.count + 2 + value.count + 1)
-                    if let base = name.baseAddress { line.copyMemory(from: base, byteCount: name.count) }
-                    line.storeBytes(of: UInt8(ascii: ":"), toByteOffset: name.count, as: UInt8.self)
-                    line.storeBytes(of: UInt8(ascii: " "), toByteOffset: name.count + 1, as: UInt8.self)
-                    if let base = value.baseAddress {
-                        (line + name.count + 2).copyMemory(from: base, byteCount: value.count)
-                    }
-                    line.storeBytes(of: 0, toByteOffset: name.count + 2 + value.count, as: UInt8.self)
-                    return UnsafePointer(line.assumingMemoryBound(to: CChar.self))
-                }
+                value.withUTF8 { value in UnsafePointer(copyTerminated(name, value: value)) }
             }
             index += 1
         }

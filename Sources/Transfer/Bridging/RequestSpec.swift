@@ -34,6 +34,7 @@ struct TransferFlags: OptionSet {
     static var noProgress: Self { Self(rawValue: UInt32(CT_FLAG_NO_PROGRESS)) }
     /// A streamed body whose consumer paces it (`onData` may hold the transfer).
     static var consumerPaced: Self { Self(rawValue: UInt32(CT_FLAG_CONSUMER_PACED)) }
+    static var noMetrics: Self { Self(rawValue: UInt32(CT_FLAG_NO_METRICS)) }
 }
 
 /// The HTTP authentication schemes a credential may answer (`CT_AUTH_*`).
@@ -278,12 +279,13 @@ extension SessionManager {
 
     /// The spec of a fast-path request: the session's settings, a memory (or
     /// discarding) sink, no counters block, no progress, no disposition.
-    func fastSpec(for request: Request, strings: CStrings, discardsBody: Bool) throws(TransferError)
-        -> TransferSpec
+    func fastSpec(for request: Request, strings: CStrings, discardsBody: Bool, collectsMetrics: Bool)
+        throws(TransferError) -> TransferSpec
     {
         var spec = TransferSpec()
         try fillSpec(&spec, for: request, strings: strings)
         spec.flags.insert(.noProgress)
+        if !collectsMetrics { spec.flags.insert(.noMetrics) }
         if discardsBody {
             spec.sink = .discard
         } else {

@@ -168,10 +168,12 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
                 }
                 let observers = instruments.start(&request)
                 do throws(TransferError) {
+                    let target = FastRequest(session: session, request: request, run: self, index: index,
+                                             observers: observers)
                     specs.append(try session.fastSpec(for: request, strings: strings,
-                                                      discardsBody: options.discardsBodies))
-                    targets.append(FastRequest(session: session, request: request, run: self, index: index,
-                                               observers: observers))
+                                                      discardsBody: options.discardsBodies,
+                                                      collectsMetrics: target.collectsMetrics))
+                    targets.append(target)
                 } catch {
                     Self.notify(observers, of: request, error)
                     record(&state, index, .failure(error))

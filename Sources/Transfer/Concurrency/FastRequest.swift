@@ -14,10 +14,13 @@ typealias DataResult = Result<(Data, HTTPResponse), TransferError>
 /// the loop thread at finish, and the caller resumed (or the batch fed) at
 /// the end of that loop pass.
 final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
-    // @unchecked Sendable: `continuation` is written once before submit (the
-    // engine's queue lock orders it before the loop reads it); `status`,
-    // `version`, `effectiveURL`, `rawHeaders`, `outcome` are written and read
-    // on the loop thread only; `state` is atomic; the rest is immutable.
+    // @unchecked Sendable: `continuation` and `callerPriority` are written
+    // once before submit (the engine's queue lock orders them before the
+    // loop reads them); `status`, `version`, `effectiveURL`, `rawHeaders`
+    // are written and read on the loop thread only; `outcome` is written on
+    // the loop thread and taken there or by the job that resumes callers,
+    // which the loop starts after writing it; `state` is atomic; the rest
+    // is immutable.
 
     let request: Request
     let session: SessionManager
@@ -25,6 +28,9 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     let run: BatchRun?
     let index: Int
     var continuation: UnsafeContinuation<DataResult, Never>?
+    /// The priority of the task awaiting `continuation`: the job that
+    /// resumes several callers at once runs at the highest of theirs.
+    var callerPriority: TaskPriority = .medium
 
     /// 0 before submit, then the engine id, then `finishedMark`; or
     /// `cancelledMark` once cancelled (before or while in the engine).
@@ -46,6 +52,11 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     /// What the session's request instruments returned for this request
     /// (``RequestInstrument``); empty without instruments.
     let observers: [any RequestObserver]
+    /// Whether the engine collects this request's timings: the batch asked
+    /// for metrics, or an observer, event monitor or the completion
+    /// notification was there when it started. Without, the result has
+    /// only its byte counts (`CT_FLAG_NO_METRICS`).
+    let collectsMetrics: Bool
 
     /// The result, leaving none behind (a batch keeps its requests until it ends).
     func takeOutcome() -> BatchResult? {
@@ -61,6 +72,8 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         self.observers = observers
         self.run = run
         self.index = index
+        collectsMetrics = run?.options.collectsMetrics == true || !observers.isEmpty
+            || session.observation.wantsCompletions || TransferEvents.postsTasklessCompletions
     }
 
     var isCancelled: Bool { state.load(ordering: .acquiring) == Self.cancelledMark }
@@ -80,7 +93,8 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         defer { strings.free() }
         var spec: TransferSpec
         do throws(TransferError) {
-            spec = try session.fastSpec(for: request, strings: strings, discardsBody: false)
+            spec = try session.fastSpec(for: request, strings: strings, discardsBody: false,
+                                        collectsMetrics: collectsMetrics)
         } catch {
             session.engine.pass.registry.remove(self)
             return fail(error)
@@ -109,7 +123,8 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         continuation?.resume(returning: result)
     }
 
-    /// Loop thread, at the end of the pass this request finished in.
+    /// At the end of the pass this request finished in: on the loop thread,
+    /// or in the job that resumes that pass's callers (``EnginePass``).
     func resumeCaller() {
         guard let outcome = takeOutcome() else { return }
         resume(outcome.result)
@@ -190,7 +205,10 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         }
         let wantsCompletion = session.observation.wantsCompletions || TransferEvents.postsTasklessCompletions
         let observed = !observers.isEmpty
-        let metrics = run?.options.collectsMetrics == true || wantsCompletion || observed ? result.metrics : nil
+        // A monitor added while the request ran gets no timings: the engine
+        // did not collect them.
+        let metrics = collectsMetrics && (run?.options.collectsMetrics == true || wantsCompletion || observed)
+            ? result.metrics : nil
         outcome = BatchResult(index: index, result: value, metrics: run?.options.collectsMetrics == true ? metrics : nil,
                               bytesReceived: result.bodyBytesReceived)
         if wantsCompletion || observed {
@@ -219,6 +237,7 @@ extension SessionManager {
         let result = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<DataResult, Never>) in
                 fast.continuation = continuation
+                fast.callerPriority = Task.currentPriority
                 fast.start()
             }
         } onCancel: {

@@ -56,10 +56,38 @@ final class EnginePass: @unchecked Sendable {
                     }
                 }
             }
-            for request in done where request.run == nil { request.resumeCaller() }
+            Self.resumeCallers(done)
             for run in runs.values { run.passDidEnd() }
         }
         mailbox.flush()
+    }
+}
+
+extension EnginePass {
+    /// Resumes the `data(for:)` callers among `done`: one directly, several
+    /// from one job on the global executor.
+    ///
+    /// Each resumed caller is a job for the global executor, and a job
+    /// queued into an empty pool wakes a worker thread. Woken from the loop
+    /// thread, which runs more than any other, that worker preempts it when
+    /// they share a CPU: it runs the one job, finds the pool empty and
+    /// sleeps, and the loop resumes the next caller. That made a wake-up and
+    /// two context switches per request (23,000 context switches for 20,000
+    /// GETs, one CPU). Resumed from one job, the callers are queued by a
+    /// worker that has just been given the CPU, and they are run in one go
+    /// (1,250 context switches for the same run).
+    static func resumeCallers(_ done: [FastRequest]) {
+        var callers: [FastRequest] = []
+        var priority = TaskPriority.background
+        for request in done where request.run == nil {
+            callers.append(request)
+            if request.callerPriority > priority { priority = request.callerPriority }
+        }
+        if callers.count > 1 {
+            Task.detached(priority: priority) { for request in callers { request.resumeCaller() } }
+        } else {
+            for request in callers { request.resumeCaller() }
+        }
     }
 }
 

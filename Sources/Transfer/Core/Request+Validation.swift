@@ -25,7 +25,8 @@ extension Request {
         else {
             throw TransferError(.invalidRequest, "unsupported URL \(absolute.debugDescription)", url: url)
         }
-        guard !method.rawValue.isEmpty, method.rawValue.utf8.allSatisfy(HTTPHeaders.isTokenByte) else {
+        var methodBytes = method.rawValue
+        guard methodBytes.withUTF8({ !$0.isEmpty && $0.allSatisfy(HTTPHeaders.isTokenByte) }) else {
             throw TransferError(.invalidRequest, "invalid HTTP method \(method.rawValue.debugDescription)", url: url)
         }
         do throws(TransferError) {

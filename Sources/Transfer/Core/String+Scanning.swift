@@ -156,3 +156,34 @@ func lowerHex(_ bytes: some Sequence<UInt8>) -> String {
     }
     return String(decoding: output, as: UTF8.self)
 }
+
+extension String {
+    /// ``StringProtocol/equalsIgnoringCase(_:)`` for two strings, over their
+    /// contiguous bytes while both are ASCII (a scheme, a header name): the
+    /// generic version walks two UTF8View iterators, at several times the
+    /// cost, and every request asks a few times. Outside ASCII it asks the
+    /// generic version, so both give the same answer.
+    func equalsIgnoringCase(_ other: String) -> Bool {
+        var left = self
+        var right = other
+        let asciiAnswer: Bool? = left.withUTF8 { a in
+            right.withUTF8 { b -> Bool? in
+                guard a.count == b.count else {
+                    return a.allSatisfy { $0 < 0x80 } && b.allSatisfy { $0 < 0x80 } ? false : nil
+                }
+                for index in 0..<a.count {
+                    let x = a[index]
+                    let y = b[index]
+                    if x == y { continue }
+                    if x >= 0x80 || y >= 0x80 { return nil }
+                    let lowerX = (0x41...0x5A).contains(x) ? x | 0x20 : x
+                    let lowerY = (0x41...0x5A).contains(y) ? y | 0x20 : y
+                    if lowerX != lowerY { return false }
+                }
+                return true
+            }
+        }
+        if let asciiAnswer { return asciiAnswer }
+        return self[...].equalsIgnoringCase(other[...])
+    }
+}
