@@ -162,8 +162,9 @@ final class Runner: Sendable {
     /// Jobs whose URL is invalid fail without a request.
     private func performBatch(_ session: SessionManager, failures: inout FailureLog) async {
         let requests = BatchRequests(jobs: plan.jobs, verbose: plan.verbose)
+        // Timings for --metrics, -v's summary line and -w's variables.
         let options = BatchOptions(maxConcurrentRequests: plan.parallel, discardsBodies: true,
-                                   collectsMetrics: metrics != nil || plan.verbose)
+                                   collectsMetrics: metrics != nil || plan.verbose || plan.curl.writeOut != nil)
         let batch = Task { [self] () -> FailureLog in
             var failures = FailureLog()
             var results = session.results(for: requests, options: options).makeAsyncIterator()

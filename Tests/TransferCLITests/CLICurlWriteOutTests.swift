@@ -73,13 +73,18 @@ struct CLICurlWriteOutTests {
         let formatFile = directory.file("w.txt").path
         try "%{stderr}%{urlnum} %{size_download}\\n".write(toFile: formatFile, atomically: true, encoding: .utf8)
 
-        let parallel = try CLI.run(["-s", "--parallel", "4", "--discard", "-w", "%{url} %{http_code}\\n"] + urls)
+        let parallel = try CLI.run(["-s", "--parallel", "4", "--discard", "-w",
+                                    "%{url} %{http_code} %{http_version} %{remote_ip} %{num_connects}\\n"] + urls)
         let json = try CLI.run(["-s", "-o", "/dev/null", "-w", "%{json}", urls[0]])
         let fromFile = try CLI.run(["-s", "--discard", "-w", "@" + formatFile] + urls.prefix(2))
         let unknown = try CLI.run(["-s", "-w", "%{no_such_variable}", urls[0]])
 
         #expect(parallel.status == 0, "\(parallel.stderrText)")
-        #expect(Set(parallel.stdoutText.split(separator: "\n").map(String.init)) == Set(urls.map { "\($0) 200" }))
+        // The timings and the connection come with each line (the batch collects them for -w).
+        let lines = parallel.stdoutText.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        #expect(Set(lines.map { $0.prefix(4).joined(separator: " ") }) == Set(urls.map { "\($0) 200 1.1 127.0.0.1" }),
+                "\(parallel.stdoutText)")
+        #expect(lines.map { $0.last }.filter { $0 == "1" }.count >= 1, "\(parallel.stdoutText)")
         #expect(parallel.stdoutText.split(separator: "\n").count == 4)
         let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
         #expect(object?["http_code"] as? Int == 200, "\(json.stdoutText)")
