@@ -38,23 +38,12 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// The number of fields (a repeated name counts each time).
     public var count: Int { fields.count }
 
-    /// Whether a `User-Agent` field is present (any case), without
-    /// Foundation's case-insensitive compare: every request asks.
+    /// Whether a `User-Agent` field is present (any case): every request
+    /// asks, through the byte-wise ASCII compare of `equalsIgnoringCase`.
     var containsUserAgent: Bool {
-        fields.contains { field in
-            var name = field.name
-            return name.withUTF8 { Self.equalsIgnoringCase($0, lowercased: "user-agent") }
-        }
+        fields.contains { $0.name.equalsIgnoringCase("user-agent") }
     }
 
-    /// Whether `bytes` spell `lowercased` in any case (ASCII letters, digits
-    /// and `-` only), over contiguous bytes: the UTF8View's iterators cost
-    /// several times as much, on every request.
-    static func equalsIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, lowercased: StaticString) -> Bool {
-        guard bytes.count == lowercased.utf8CodeUnitCount else { return false }
-        for index in 0..<bytes.count where bytes[index] | 0x20 != lowercased.utf8Start[index] { return false }
-        return true
-    }
     /// Whether there is no field.
     public var isEmpty: Bool { fields.isEmpty }
 
