@@ -61,8 +61,9 @@ static void run_command(struct ct_loop *loop, struct cti_command *c)
     cti_loop_cancel_transfer(loop, t, c->arg, CT_E_CANCELLED);
     break;
   case CTI_CMD_PAUSE:
-    if(cti_transfer_in_multi(t))
-      cti_transfer_pause(t, CT_PAUSE_USER, 1, "suspended");
+    /* Not admitted yet (held for its origin or the descriptor budget):
+     * recorded, and applied when it is. */
+    cti_transfer_pause(t, CT_PAUSE_USER, 1, "suspended");
     break;
   case CTI_CMD_RESUME:
     cti_transfer_pause(t, CT_PAUSE_USER, 0, "resumed");

@@ -413,7 +413,9 @@ void cti_transfer_set_phase(struct cti_transfer *t, ct_phase to,
  * with curl_easy_pause; the others are set from libcurl's callbacks, which
  * return *_PAUSE themselves. libcurl is resumed only when the last reason
  * clears. Setting a reason outside libcurl (see cti_transfer_in_multi) is
- * illegal. Loop thread; never from inside a callback when clearing. */
+ * illegal, but for the user's before admission: it is recorded, and
+ * applied when the transfer is added. Loop thread; never from inside a
+ * callback when clearing. */
 void cti_transfer_pause(struct cti_transfer *t, uint32_t reason, int on,
                         const char *why);
 

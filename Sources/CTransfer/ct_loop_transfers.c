@@ -304,6 +304,12 @@ static void admit(struct ct_loop *loop, struct cti_transfer *t)
     return;
   }
   cti_transfer_set_phase(t, CT_PHASE_CONNECTING, "added to curl");
+  if(t->paused & CT_PAUSE_USER)
+    /* Suspended before it was admitted (CT_FLAG_START_PAUSED, or a pause
+     * while it waited for its origin or the descriptor budget). The read
+     * and write callbacks hold it as well: curl 7.88 resets its pause
+     * bits when the request starts. */
+    curl_easy_pause(t->easy, CURLPAUSE_ALL);
 }
 
 /* End `t` now with `code` (a local cause recorded before wins, unless

@@ -118,8 +118,9 @@ void cti_transfer_pause(struct cti_transfer *t, uint32_t reason, int on,
 
   if(after == before)
     return;
-  if(on && !cti_transfer_in_multi(t)) {
-    /* Only libcurl's transfers can be paused. */
+  if(on && reason != CT_PAUSE_USER && !cti_transfer_in_multi(t)) {
+    /* Only libcurl's transfers pause for the engine's own reasons; the
+     * user's is recorded before admission and applied then. */
     illegal(t, t->phase, why);
     return;
   }

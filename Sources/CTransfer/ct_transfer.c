@@ -186,6 +186,8 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->loop = loop;
   t->ctx = ctx;
   t->flags = spec->flags;
+  if(spec->flags & CT_FLAG_START_PAUSED)
+    t->paused = CT_PAUSE_USER;        /* applied when admitted (ct_loop_transfers.c) */
   t->body_fd = -1;
   cti_sink_init(&t->sink);
   t->url = tail_copy(&b, spec->url);

@@ -11,6 +11,7 @@ import Foundation
 //                                 "s<S>-n<N>"), If-Range, Last-Modified, Accept-Ranges;
 //                                 ranges=0 ignores Range and answers 200 with the full body;
 //                                 rate=R sends at R bytes/s. HEAD answers the head only.
+//                                 gate=G: a Range answer (206) waits at gate G before its head.
 //   /slow?rate=R&size=N&seed=S    /bytes/N at R bytes per second (default 64 KiB/s, 1 MiB).
 //   /stall?size=N                 head announcing N bytes (default 1024), then nothing.
 //   /stall-headers                reads the request, never answers.
@@ -492,6 +493,9 @@ extension Connection {
         }
         headers.append(("Content-Length", "\(length)"))
         headers += connectionHeaders(head)
+        if status == 206, head.method != "HEAD", let gate = head.query("gate"), !waitForGate(gate) {
+            throw ConnectionEnd.close
+        }
         try sendHead(status: status, headers: headers)
         if head.method != "HEAD" {
             try sendStream(seed: seed, from: first, count: length, rate: rate)

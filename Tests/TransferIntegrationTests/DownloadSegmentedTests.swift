@@ -20,11 +20,16 @@ struct DownloadSegmentedTests {
         let count = underSanitizer ? 32 << 20 : 256 << 20
         let destination = directory.file("big.bin")
         let maxSeen = Locked<Int64>(0)
-        let download = session.segmentedDownload(with: Request(url: server.url("/bytes/\(count)?seed=21")),
+        // Every range waits at the gate until all of them have arrived: none
+        // can finish and leave its connection to another.
+        let download = session.segmentedDownload(with: Request(url: server.url("/bytes/\(count)?seed=21&gate=seg")),
                                                  to: destination, segments: segments)
         download.observeProgress(.download, on: .global()) { progress in
             maxSeen.withLock { $0 = max($0, progress.completedUnitCount) }
         }
+        download.resume()
+        try await Wait.until("all \(segments) ranges are in", timeout: .seconds(30)) { server.heldAtGate("seg") == segments }
+        server.openGate("seg")
 
         let url = try await download.value
 

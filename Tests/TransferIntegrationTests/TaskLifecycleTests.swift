@@ -199,16 +199,34 @@ struct TaskLifecycleTests {
             finished.withLock { $0 = (data, error) }
         })
         holder.withLock { $0 = task }
+        // The submitter is kept between the engine's submit and recording the
+        // id while a request made later runs to its end: the suspended
+        // transfer must not have finished by then.
+        let windowUsed = Atomic<Bool>(false)
+        let inWindow = Completion<(later: Bool, suspendedDone: Bool)>()
+        defer { session.afterEngineSubmitForTesting.install(nil) }
+        session.afterEngineSubmitForTesting.install { _ in
+            guard !windowUsed.exchange(true, ordering: .relaxed) else { return }
+            let later = Locked(false)
+            session.dataTask(with: Request(url: server.url("/bytes/20000?seed=6"))) { _, _, error in
+                later.withLock { $0 = error == nil }
+            }.resume()
+            let completed = Wait.poll(timeout: .seconds(30)) { later.withLock { $0 } }
+            inWindow.fulfil((completed, finished.withLock { $0 != nil }))
+        }
+        // Off the cooperative pool: the seam blocks the submitting thread.
+        DispatchQueue.global().async { task.resume() }
 
-        task.resume()
-
+        let window = try #require(await inWindow.wait(), "the submit never reached the seam")
         #expect(suspendedOnce.withLock { $0 })
+        #expect(window.later, "the later request completed inside the window")
+        #expect(!window.suspendedDone, "the suspended transfer ran while its id was not known")
         // A request submitted later completes while the suspended one does not.
         _ = try await session.data(for: Request(url: server.url("/bytes/20000?seed=6")))
-        // The task now hands the pause to the engine with the id (the old code
-        // dropped it: the state said suspended while the transfer ran on), and
-        // the engine holds a pause that arrives before libcurl has started the
-        // request (libcurl 7.88 resets its own pause bits then).
+        // The task hands the transfer to the engine paused
+        // (CT_FLAG_START_PAUSED). A pause sent once the id is known came too
+        // late when the loop finished the transfer first (seen under
+        // AddressSanitizer); before that, the pause was dropped altogether.
         #expect(finished.withLock { $0 == nil })
 
         task.resume()
@@ -216,6 +234,40 @@ struct TaskLifecycleTests {
         let (data, error) = try #require(finished.withLock { $0 })
         #expect(error == nil)
         #expect(data.map { FileDigest.sha256($0) } == TestServer.sha256(seed: 5, count: 20000))
+    }
+
+    @Test("a suspend while the transfer waits for its origin's connection limit is kept until the resume")
+    func suspendWhileHeldForOrigin() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let session = try makeSession { $0.maxConnectionsPerHost = 1 }
+        defer { session.invalidateAndCancel() }
+        // The one connection to 127.0.0.1 is taken by a response held at a gate.
+        let first = Completion<TransferError?>()
+        session.dataTask(with: Request(url: server.url("/hold/100000?gate=origin"))) { _, _, error in
+            first.fulfil(error)
+        }.resume()
+        try await Wait.until("the first response is held") { server.heldAtGate("origin") == 1 }
+        let finished = Locked<(Data?, TransferError?)?>(nil)
+        let held = session.dataTask(with: Request(url: server.url("/bytes/20000?seed=9"))) { _, data, error in
+            finished.withLock { $0 = (data, error) }
+        }
+        held.resume()      // the engine has its id now, and holds it for the origin
+        held.suspend()     // the old engine dropped a pause for a transfer not yet in libcurl
+
+        server.openGate("origin")
+        #expect(try #require(await first.wait(), "the first request never completed") == nil)
+        // Another origin (localhost) is not held by the limit: it runs to its end.
+        let other = URL(string: "http://localhost:\(server.port)/bytes/20000?seed=10")!
+        _ = try await session.data(for: Request(url: other))
+        #expect(finished.withLock { $0 == nil })
+        #expect(held.state == .suspended)
+
+        held.resume()
+        try await Wait.until("the resumed task completes", timeout: .seconds(30)) { finished.withLock { $0 != nil } }
+        let (data, error) = try #require(finished.withLock { $0 })
+        #expect(error == nil)
+        #expect(data.map { FileDigest.sha256($0) } == TestServer.sha256(seed: 9, count: 20000))
     }
 
     @Test("suspend before the first resume does nothing; the resume really starts the transfer")

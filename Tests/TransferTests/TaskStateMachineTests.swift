@@ -93,6 +93,29 @@ struct TaskStateMachineTests {
         #expect(machine.visibleState == .running)
     }
 
+    @Test("a suspend before the hand-over starts the transfer paused; a resume before the id unpauses it")
+    func suspendBeforeHandOver() {
+        var machine = Machine()
+        _ = machine.resume()
+        #expect(machine.handOver() == false)
+        _ = machine.suspend()
+
+        // The spec goes to the engine paused: no pause command follows it.
+        #expect(machine.handOver() == true)
+        #expect(machine.submitted(id: 5) == [])
+        #expect(machine.visibleState == .suspended)
+        guard case .resumeEngine(5) = machine.resume() else { Issue.record("resume must resume id 5"); return }
+
+        // Paused at the hand-over, resumed before the id: the resume is sent with it.
+        var second = Machine()
+        _ = second.resume()
+        _ = second.suspend()
+        #expect(second.handOver() == true)
+        guard case .notify(.running) = second.resume() else { Issue.record("resume must be announced"); return }
+        #expect(second.submitted(id: 6) == .resume)
+        #expect(second.visibleState == .running)
+    }
+
     @Test("a failed submit finishes locally once; a stale id afterwards is ignored")
     func submitFailure() {
         var machine = Machine()

@@ -282,7 +282,11 @@ ct_code ct_loop_cancel(struct ct_loop *_Nonnull loop, uint64_t id,
                        int32_t keep_partial);
 
 /** Pause both directions of a running transfer without closing its
- * connection; resume continues where it stopped. */
+ * connection; resume continues where it stopped. A transfer still
+ * waiting to start (held for its origin's connection limit or the
+ * descriptor budget) starts paused. A pause racing with the transfer's
+ * end does nothing: to start a transfer paused for certain, submit it
+ * with CT_FLAG_START_PAUSED. */
 ct_code ct_loop_pause(struct ct_loop *_Nonnull loop, uint64_t id);
 ct_code ct_loop_resume(struct ct_loop *_Nonnull loop, uint64_t id);
 

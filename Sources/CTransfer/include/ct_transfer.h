@@ -93,6 +93,11 @@ typedef enum ct_netrc {
  * body byte counts and the queue time, without the twenty-odd
  * curl_easy_getinfo calls of the rest. */
 #define CT_FLAG_NO_METRICS        (1u << 23)
+/* The owner suspended the request before handing it over: it starts
+ * paused as if ct_loop_pause() had come first, and nothing moves until
+ * ct_loop_resume(). A pause command cannot do this race-free, since the
+ * loop may finish a small transfer before the id is known. */
+#define CT_FLAG_START_PAUSED      (1u << 24)
 
 /* HTTP authentication schemes libcurl may answer a 401 with, using
  * `user_password` (CURLOPT_HTTPAUTH). Basic alone is sent up front;

@@ -35,6 +35,7 @@ struct TransferFlags: OptionSet {
     /// A streamed body whose consumer paces it (`onData` may hold the transfer).
     static var consumerPaced: Self { Self(rawValue: UInt32(CT_FLAG_CONSUMER_PACED)) }
     static var noMetrics: Self { Self(rawValue: UInt32(CT_FLAG_NO_METRICS)) }
+    static var startPaused: Self { Self(rawValue: UInt32(CT_FLAG_START_PAUSED)) }
 }
 
 /// The HTTP authentication schemes a credential may answer (`CT_AUTH_*`).

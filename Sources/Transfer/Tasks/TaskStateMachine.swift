@@ -78,6 +78,12 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
         /// ``keepPartial``: keep what a download has written).
         static var cancel: EngineCommands { EngineCommands(rawValue: 1 << 4) }
         static var keepPartial: EngineCommands { EngineCommands(rawValue: 1 << 5) }
+        /// The user resumed the task after its spec went to the engine
+        /// paused (``handOver()``): unpause the transfer.
+        static var resume: EngineCommands { EngineCommands(rawValue: 1 << 6) }
+        /// Kept while submitting, never handed back: the spec asked the
+        /// engine to start the transfer paused.
+        static var startedPaused: EngineCommands { EngineCommands(rawValue: 1 << 7) }
     }
 
     init() {
@@ -242,12 +248,25 @@ struct TaskStateMachine<Successor: Sendable>: Sendable {
     mutating func submitted(id: UInt64) -> EngineCommands {
         guard case .submitting(let intent, var commands) = state else { return [] }
         state = .inEngine(id: id, intent)
+        let startedPaused = commands.remove(.startedPaused) != nil
         switch intent {
-        case .run: break
-        case .suspend: commands.insert(.pause)
+        case .run: if startedPaused { commands.insert(.resume) }
+        case .suspend: if !startedPaused { commands.insert(.pause) }
         case .cancel(let keep): commands.formUnion(keep ? [.cancel, .keepPartial] : .cancel)
         }
         return commands
+    }
+
+    /// The spec is about to go to the engine: true when the transfer is to
+    /// start paused (`CT_FLAG_START_PAUSED`), because the user suspended
+    /// the task before this hop was handed over. A pause sent with the id
+    /// would come too late for a transfer the loop finishes first.
+    /// Remembered, so that a resume before the id is known unpauses it.
+    mutating func handOver() -> Bool {
+        guard case .submitting(.suspend, var kept) = state else { return false }
+        kept.insert(.startedPaused)
+        state = .submitting(.suspend, kept: kept)
+        return true
     }
 
     /// The body's consumer drained its buffer: the id to tell the engine, or

@@ -267,7 +267,11 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
         // Every engine event of the hop goes through its route, to whichever
         // task owns the transfer (this one, or its download successor).
         let route = EngineRoute(self)
-        core.withLock { $0.route = route }
+        let paused = core.withLock { core -> Bool in
+            core.route = route
+            return core.life.handOver()
+        }
+        if paused { spec.flags.insert(.startPaused) }
         let submitted = session.transfers.submit(&spec, target: route)
         switch submitted {
         case .failure(let error):
@@ -291,6 +295,8 @@ public class TransferTask: ObservableTransfer, Hashable, CustomStringConvertible
                 session.transfers.cancel(id, keepPartial: commands.contains(.keepPartial))
             } else if commands.contains(.pause) {
                 session.transfers.pause(id)
+            } else if commands.contains(.resume) {
+                session.transfers.resume(id)
             }
         }
     }
