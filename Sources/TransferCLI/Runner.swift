@@ -163,8 +163,11 @@ final class Runner: Sendable {
     private func performBatch(_ session: SessionManager, failures: inout FailureLog) async {
         let requests = BatchRequests(jobs: plan.jobs, verbose: plan.verbose)
         // Timings for --metrics, -v's summary line and -w's variables.
+        // A window of results may wait for the output: the engine refills
+        // from the loop thread while this task writes lines.
         let options = BatchOptions(maxConcurrentRequests: plan.parallel, discardsBodies: true,
-                                   collectsMetrics: metrics != nil || plan.verbose || plan.curl.writeOut != nil)
+                                   collectsMetrics: metrics != nil || plan.verbose || plan.curl.writeOut != nil,
+                                   bufferedResults: plan.parallel)
         let batch = Task { [self] () -> FailureLog in
             var failures = FailureLog()
             var results = session.results(for: requests, options: options).makeAsyncIterator()

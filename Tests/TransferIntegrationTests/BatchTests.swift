@@ -182,8 +182,9 @@ struct BatchTests {
 
     static let lazyCount = ProcessInfo.processInfo.environment["TRANSFER_TEST_SANITIZER"] == nil ? 2_000 : 300
 
-    @Test("a lazy sequence of 2,000 requests yields each index once and is never read more than the limit ahead")
-    func lazySequenceStaysWithinTheLimit() async throws {
+    @Test("a lazy sequence of 2,000 requests yields each index once and is never read more than the limit (and buffer) ahead",
+          arguments: [0, 24])
+    func lazySequenceStaysWithinTheLimit(buffered: Int) async throws {
         let server = try await TestServer.start()
         defer { _ = server.stop() }
         let session = try SessionManager()
@@ -195,11 +196,18 @@ struct BatchTests {
         var received = 0
         var failures = 0
         var mostAhead = 0
-        let options = BatchOptions(maxConcurrentRequests: limit, discardsBodies: true)
+        let options = BatchOptions(maxConcurrentRequests: limit, discardsBodies: true, bufferedResults: buffered)
         for await element in session.results(for: requests, options: options) {
             #expect(!seen[element.index], "index \(element.index) twice")
             seen[element.index] = true
             received += 1
+            if received == 1 {
+                // A consumer that stops after one result: the batch reads as
+                // far as the limit and the buffer allow, and stops there.
+                try await Wait.until("the batch has read up to its bound", timeout: .seconds(30)) {
+                    requests.pulled.withLock { $0 } >= limit + buffered
+                }
+            }
             if case .success = element.result, element.bytesReceived == Int64(16 + element.index % 64) {} else {
                 failures += 1
             }
@@ -212,7 +220,7 @@ struct BatchTests {
         #expect(seen.allSatisfy { $0 })
         #expect(failures == 0)
         #expect(requests.pulled.withLock { $0 } == requests.count)
-        #expect(mostAhead <= limit, "the sequence was read \(mostAhead) requests ahead of the consumer")
+        #expect(mostAhead <= limit + buffered, "the sequence was read \(mostAhead) requests ahead of the consumer")
     }
 
     @Test("a lazy batch on an observed session runs as tasks within the same limit")

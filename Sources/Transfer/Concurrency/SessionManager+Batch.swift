@@ -27,12 +27,26 @@ public struct BatchOptions: Sendable, Hashable {
     public var discardsBodies: Bool
     /// Fill ``BatchResult/metrics``.
     public var collectsMetrics: Bool
+    /// A batch over a lazy sequence: how many finished results may wait for
+    /// the iterating task while ``maxConcurrentRequests`` stay in flight.
+    ///
+    /// With 0 (the default), results not yet taken count against the
+    /// concurrency: memory stays within one window, and the engine refills
+    /// only once the iterating task has taken some results. A consumer that
+    /// keeps up but is often a step behind (it writes each result out, say)
+    /// keeps the engine busy with a buffer as large as the window: requests
+    /// are then refilled from the loop thread as they finish, instead of
+    /// from the consumer's thread, which would wake the loop for each refill.
+    public var bufferedResults: Int
 
     /// Options for a batch; the defaults keep bodies and skip metrics.
-    public init(maxConcurrentRequests: Int = 64, discardsBodies: Bool = false, collectsMetrics: Bool = false) {
+    public init(maxConcurrentRequests: Int = 64, discardsBodies: Bool = false, collectsMetrics: Bool = false,
+                bufferedResults: Int = 0)
+    {
         self.maxConcurrentRequests = maxConcurrentRequests
         self.discardsBodies = discardsBodies
         self.collectsMetrics = collectsMetrics
+        self.bufferedResults = bufferedResults
     }
 }
 
@@ -91,7 +105,8 @@ public struct BatchResults: AsyncSequence, Sendable {
 /// How far a batch over a lazy sequence may run ahead of the task that
 /// iterates its results: at most `limit` requests taken from the sequence
 /// and not yet handed out by ``BatchResults/AsyncIterator``. So memory is
-/// bounded by the concurrency, whether the consumer keeps up or not.
+/// bounded by the concurrency and the buffer
+/// (``BatchOptions/bufferedResults``), whether the consumer keeps up or not.
 ///
 /// The producer (the batch) reads ``consumed``; when it has no room it
 /// arms a target, and the consumer's iterator calls back once it has taken
@@ -204,10 +219,11 @@ extension SessionManager {
     /// it finishes: a batch of a million requests holds about
     /// ``BatchOptions/maxConcurrentRequests`` of them at a time.
     ///
-    /// Back-pressure: at most `maxConcurrentRequests` requests are out of the
-    /// sequence at once, in flight or finished and not yet taken by the
-    /// iterating task. A consumer that falls behind slows the batch down
-    /// instead of letting results pile up.
+    /// Back-pressure: at most `maxConcurrentRequests` (plus
+    /// ``BatchOptions/bufferedResults``) requests are out of the sequence at
+    /// once, in flight or finished and not yet taken by the iterating task.
+    /// A consumer that falls behind slows the batch down instead of letting
+    /// results pile up.
     ///
     /// Requests start when the batch is made, not when iteration begins.
     /// Cancelling the iterating task (or dropping the results) cancels the
@@ -230,7 +246,7 @@ extension SessionManager {
     public func results(for requests: some Sequence<Request> & Sendable,
                         options: BatchOptions = BatchOptions()) -> BatchResults
     {
-        let demand = BatchDemand(limit: options.maxConcurrentRequests)
+        let demand = BatchDemand(limit: max(1, options.maxConcurrentRequests) + max(0, options.bufferedResults))
         if usesFastPath {
             return startRun(AnyIterator(requests.makeIterator()), options: options, demand: demand,
                             checksEachRequest: true)
