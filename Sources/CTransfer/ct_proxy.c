@@ -58,7 +58,9 @@ ct_code cti_proxy_create(struct cti_transfer *t,
     goto fail;
   if(!spec->proxy && !spec->proxy_user && !spec->proxy_password &&
      !spec->no_proxy && !spec->proxy_ca_file)
-    return CT_OK;                      /* the environment decides */
+    return CT_OK;       /* the environment decides, or CT_FLAG_NO_PROXY */
+  if(spec->flags & CT_FLAG_NO_PROXY)
+    goto fail;          /* no proxy, and yet proxy settings */
   rc = CT_E_NO_MEMORY;
   p = calloc(1, sizeof(*p));
   if(!p)

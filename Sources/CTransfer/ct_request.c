@@ -375,6 +375,11 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
     if(t->netrc_file)
       PSTR(CURLOPT_NETRC_FILE, t->netrc_file);
   }
+  if(t->flags & CT_FLAG_NO_PROXY) {
+    /* Both set: libcurl then reads none of the environment's variables. */
+    PSTR(CURLOPT_PROXY, "");
+    PSTR(CURLOPT_NOPROXY, "");
+  }
   if(r->apply) {
     t->trust_generation = t->loop->trust_generation;
     sc = cti_proxy_setup(t);           /* ct_proxy.c */

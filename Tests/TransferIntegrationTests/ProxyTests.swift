@@ -161,6 +161,32 @@ struct ProxyTests {
         #expect(origin.requests.count == 2)
     }
 
+    @Test("no proxy goes straight to the origin over one kept connection; a proxied session beside it still uses its proxy")
+    func noProxy() async throws {
+        let origin = try await TestServer.start()
+        defer { origin.stop() }
+        let proxy = try TestHTTPProxy()
+        defer { proxy.stop() }
+        let direct = try makeSession { $0.proxy = .none }
+        defer { direct.invalidateAndCancel() }
+        let proxied = try makeSession {
+            $0.proxy = .through(ProxyConfiguration(.http, host: "127.0.0.1", port: Int(proxy.port)))
+        }
+        defer { proxied.invalidateAndCancel() }
+
+        for _ in 0..<3 {
+            let (_, response) = try await direct.data(for: Request(url: origin.url("/status/200")))
+            #expect(response.statusCode == 200)
+        }
+        let (_, response) = try await proxied.data(for: Request(url: origin.url("/status/204")))
+
+        #expect(response.statusCode == 204)
+        #expect(proxy.requests.count == 1)
+        let straight = origin.requests.filter { $0.path == "/status/200" }
+        #expect(straight.count == 3)
+        #expect(Set(straight.map(\.clientPort)).count == 1, "the direct requests shared one connection")
+    }
+
     @Test("an invalid proxy is an invalidRequest before anything is sent")
     func invalidProxy() async throws {
         let origin = try await TestServer.start()

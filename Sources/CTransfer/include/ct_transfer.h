@@ -98,6 +98,12 @@ typedef enum ct_netrc {
  * ct_loop_resume(). A pause command cannot do this race-free, since the
  * loop may finish a small transfer before the id is known. */
 #define CT_FLAG_START_PAUSED      (1u << 24)
+/* No proxy, and the environment's proxy variables are not read: libcurl
+ * 7.88 otherwise calls getenv five times per request (http_proxy,
+ * all_proxy, ALL_PROXY, no_proxy, NO_PROXY). Part of the handle's
+ * profile, so the handle is still reused as is; spec.proxy and the other
+ * proxy fields must be NULL. */
+#define CT_FLAG_NO_PROXY          (1u << 25)
 
 /* HTTP authentication schemes libcurl may answer a 401 with, using
  * `user_password` (CURLOPT_HTTPAUTH). Basic alone is sent up front;

@@ -36,6 +36,7 @@ struct TransferFlags: OptionSet {
     static var consumerPaced: Self { Self(rawValue: UInt32(CT_FLAG_CONSUMER_PACED)) }
     static var noMetrics: Self { Self(rawValue: UInt32(CT_FLAG_NO_METRICS)) }
     static var startPaused: Self { Self(rawValue: UInt32(CT_FLAG_START_PAUSED)) }
+    static var noProxy: Self { Self(rawValue: UInt32(CT_FLAG_NO_PROXY)) }
 }
 
 /// The HTTP authentication schemes a credential may answer (`CT_AUTH_*`).
@@ -275,7 +276,9 @@ extension SessionManager {
             spec.raw.resolve = UnsafePointer(strings.makeArray(configuration.resolve))
             spec.raw.resolve_count = configuration.resolve.count
         }
-        try configuration.proxy.fill(&spec.raw, strings: strings)
+        if try configuration.proxy.fill(&spec.raw, strings: strings, environmentNamesProxy: environmentNamesProxy) {
+            spec.flags.insert(.noProxy)
+        }
     }
 
     /// The spec of a fast-path request: the session's settings, a memory (or
@@ -330,13 +333,20 @@ extension TransferTask {
 extension ProxySetting {
     /// Fills the proxy fields of `spec` (strings live in `strings`).
     ///
+    /// - Parameter environmentNamesProxy: Whether the environment named a
+    ///   proxy when the session was made (``environmentNamesProxy()``).
+    /// - Returns: True when the transfer goes without a proxy and without
+    ///   reading the environment (`CT_FLAG_NO_PROXY`).
     /// - Throws: ``TransferError/Code/invalidRequest`` when the proxy does not validate.
-    func fill(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
+    func fill(_ spec: inout ct_transfer_spec, strings: CStrings, environmentNamesProxy: Bool)
+        throws(TransferError) -> Bool
+    {
         switch self {
         case .environment:
-            break  // NULL: libcurl reads the environment
+            // NULL: libcurl reads the environment, on every request.
+            return !environmentNamesProxy
         case .none:
-            spec.proxy = UnsafePointer(strings.make(""))
+            return true
         case .through(let proxy):
             try proxy.validate()
             spec.proxy = UnsafePointer(strings.make(proxy.curlURL))
@@ -349,6 +359,17 @@ extension ProxySetting {
                 spec.no_proxy = UnsafePointer(strings.make(list))
             }
             spec.proxy_ca_file = UnsafePointer(strings.make(proxy.caFile))
+            return false
         }
+    }
+
+    /// Whether a variable libcurl takes a proxy from (`http_proxy`,
+    /// `https_proxy`, `HTTPS_PROXY`, `all_proxy`, `ALL_PROXY`) is set and
+    /// not empty. Without one, `no_proxy` changes nothing either.
+    static func environmentNamesProxy() -> Bool {
+        for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] {
+            if let value = getenv(name), value.pointee != 0 { return true }
+        }
+        return false
     }
 }

@@ -8,6 +8,9 @@ public enum ProxySetting: Sendable, Hashable {
     /// (comma-separated hosts or domains, `*` for all) for the hosts that go straight.
     /// The upper-case spellings work too, except `HTTP_PROXY` (as in curl, a CGI
     /// program could otherwise be steered by a request's `Proxy:` header).
+    /// When none of the proxy variables is set as the session is made, its
+    /// requests go direct and the variables are not read again; otherwise
+    /// they are read for every request, as curl does.
     case environment
     /// No proxy at all; the environment variables are ignored.
     case none

@@ -126,7 +126,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// malformed entry fails the task with ``TransferError/Code/invalidRequest``.
     public var resolve: [String] = []
     /// The proxy: by default the environment's (`http_proxy`, `https_proxy`, `all_proxy`,
-    /// `no_proxy`, as curl reads them), `.none` for none, or `.through(ProxyConfiguration)`.
+    /// `no_proxy`, as curl reads them; see ``ProxySetting/environment``), `.none` for none,
+    /// or `.through(ProxyConfiguration)`.
     /// An invalid proxy fails each task with ``TransferError/Code/invalidRequest``; a proxy
     /// that refuses or cannot be resolved, with ``TransferError/Code/proxyFailure``.
     public var proxy: ProxySetting = .environment
