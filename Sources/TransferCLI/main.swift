@@ -26,9 +26,20 @@ case .refused(let reason):
 case .arguments(let rewritten):
     arguments = rewritten
 }
+/// The verb named first, parsed as a command of its own: ArgumentParser
+/// then reflects over the verb's options once less than through the root
+/// (its check for pass-through arguments walks every subcommand's options).
+/// Nil when anything is wrong: the root parses again, for its messages.
+func parseVerbDirectly(_ arguments: [String]) -> (any ParsableCommand)? {
+    guard let first = arguments.first,
+        let verb = TransferTool.configuration.subcommands.first(where: { $0._commandName == first })
+    else { return nil }
+    return try? verb.parse(Array(arguments.dropFirst()))
+}
+
 let command: any ParsableCommand
 do {
-    command = try TransferTool.parseAsRoot(arguments)
+    command = try parseVerbDirectly(arguments) ?? TransferTool.parseAsRoot(arguments)
 } catch {
     let code = TransferTool.exitCode(for: error)
     var message = TransferTool.fullMessage(for: error)
