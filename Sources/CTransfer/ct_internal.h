@@ -70,6 +70,7 @@ struct cti_sink {
   const char *failed;   /* what failed, "cannot fsync the part file"... */
   int created;          /* we created the part file */
   int vanished;         /* the part file was unlinked under us */
+  int no_sync;          /* CT_FLAG_NO_SYNC: neither write-back nor fsync */
   int64_t checked;      /* offset of the last check that it is linked */
   int64_t prealloc_goal;  /* announced end of file; 0: do not reserve */
   int64_t prealloc_end;   /* blocks reserved (KEEP_SIZE) up to here */

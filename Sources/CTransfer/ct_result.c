@@ -155,7 +155,7 @@ static ct_code commit_file(struct cti_transfer *t, const char **message)
       *message = t->sink.failed ? t->sink.failed :
         "cannot move the download into place";
   }
-  if(code == CT_OK && t->sink.path &&
+  if(code == CT_OK && t->sink.path && !t->sink.no_sync &&
      (err = cti_fsync_parent(t->sink.path)) != 0) {
     /* Renamed, but the rename may not survive a crash: say so. */
     t->sink.sys_errno = err;

@@ -280,6 +280,8 @@ static ct_code write_all(struct cti_sink *sink, const char *data, size_t len,
 
 static void start_writeback(struct cti_sink *sink, int64_t from, int64_t len)
 {
+  if(sink->no_sync)
+    return;
   /* Ask the kernel to start writing these pages now, asynchronously, so
    * that the fsync at the end has little left to do and dirty pages never
    * pile up to the throttling limit. */
@@ -485,7 +487,7 @@ ct_code cti_sink_commit(struct cti_sink *sink)
    * refuses, and the file then stays private, which loses nothing. */
   if(sink->path)
     (void)fchmod(sink->fd, (mode_t)ct_file_placed_mode());
-  if(fsync(sink->fd) != 0)
+  if(!sink->no_sync && fsync(sink->fd) != 0)
     return failed(sink, errno, "cannot fsync the part file");
   fd = sink->fd;
   sink->fd = -1;

@@ -243,6 +243,7 @@ ct_code cti_transfer_create(struct ct_loop *loop,
   t->body_offset = spec->body_offset > 0 ? spec->body_offset : 0;
 
   t->sink.kind = spec->sink_kind;
+  t->sink.no_sync = (spec->flags & CT_FLAG_NO_SYNC) != 0;
   t->sink.buf_max = spec->sink_buffer_size ? spec->sink_buffer_size :
     CTI_DEFAULT_SINK_BUFFER;
   if(spec->sink_kind == CT_SINK_FILE) {

@@ -298,6 +298,8 @@ final class Runner: Sendable {
         let targetURL = URL(fileURLWithPath: target)
         var options = plan.features.downloadOptions
         options.speedLimit = taskSpeedLimit ?? 0
+        // Our own temporary file, copied out and removed: never synced.
+        if job.output.isStreamed { options.synchronizesToDisk = false }
 
         let response: HTTPResponse?
         let error: TransferError?

@@ -32,6 +32,42 @@ struct DownloadDestinationTests {
         #expect(!exists(temporary), "the temporary file was moved, not copied")
     }
 
+    @Test("a download not synchronized to disk is still placed whole, with no part file left; a resumable one keeps its journal")
+    func unsynchronized() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let directory = try TemporaryDirectory()
+        var options = DownloadOptions()
+        options.synchronizesToDisk = false
+        let destination = directory.file("scratch.bin")
+        let done = Completion<(HTTPResponse?, TransferError?)>()
+
+        session.downloadTask(with: Request(url: server.url("/bytes/3000000?seed=83")), to: destination, options: options,
+                             completionHandler: { response, _, error in done.fulfil((response, error)) }).resume()
+        let (response, error) = try #require(await done.wait(), "the download never completed")
+
+        #expect(error == nil)
+        #expect(response?.statusCode == 200)
+        #expect(try FileDigest.sha256(of: destination) == TestServer.sha256(seed: 83, count: 3_000_000))
+        #expect(!exists(destination.path + ".part"))
+
+        // Resumable wins: interrupted, it keeps the part file and its journal.
+        options.resumable = true
+        let resumable = directory.file("kept.bin")
+        let stopped = Completion<TransferError?>()
+        let task = session.downloadTask(with: Request(url: server.url("/hold/300000?gate=never&seed=84")), to: resumable,
+                                        options: options, completionHandler: { _, _, error in stopped.fulfil(error) })
+        task.resume()
+        try await Wait.until("the first half is held") { server.heldAtGate("never") == 1 }
+        task.cancel()
+        let cancelled = try #require(await stopped.wait(), "the cancelled download never completed")
+        #expect(cancelled?.code == .cancelled)
+        #expect(exists(resumable.path + ".part"))
+        #expect(exists(resumable.path + ".part.journal"))
+    }
+
     @Test("the session's did-finish-downloading hook wins over the task's destination")
     func sessionHook() async throws {
         let server = try TestServer()

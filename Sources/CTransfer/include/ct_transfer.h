@@ -104,6 +104,11 @@ typedef enum ct_netrc {
  * profile, so the handle is still reused as is; spec.proxy and the other
  * proxy fields must be NULL. */
 #define CT_FLAG_NO_PROXY          (1u << 25)
+/* A CT_SINK_FILE the owner reads once and removes (a body bound for
+ * stdout): no write-back while writing, no fsync of the file or of its
+ * folder when it is placed. Placing it is still a rename. A resume
+ * journal, if any, is still synced. */
+#define CT_FLAG_NO_SYNC           (1u << 26)
 
 /* HTTP authentication schemes libcurl may answer a 401 with, using
  * `user_password` (CURLOPT_HTTPAUTH). Basic alone is sent up front;

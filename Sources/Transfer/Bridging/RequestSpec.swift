@@ -37,6 +37,7 @@ struct TransferFlags: OptionSet {
     static var noMetrics: Self { Self(rawValue: UInt32(CT_FLAG_NO_METRICS)) }
     static var startPaused: Self { Self(rawValue: UInt32(CT_FLAG_START_PAUSED)) }
     static var noProxy: Self { Self(rawValue: UInt32(CT_FLAG_NO_PROXY)) }
+    static var noSync: Self { Self(rawValue: UInt32(CT_FLAG_NO_SYNC)) }
 }
 
 /// The HTTP authentication schemes a credential may answer (`CT_AUTH_*`).

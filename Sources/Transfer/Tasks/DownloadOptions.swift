@@ -43,6 +43,14 @@ public struct DownloadOptions: Sendable, Hashable {
     /// shorter than `2 × minimumSegmentSize` is fetched over one connection.
     /// ``SegmentedDownload/segmentsUsed`` tells how many ran.
     public var minimumSegmentSize: Int64 = 1 << 20
+    /// Whether the file is on disk before the task completes (the default):
+    /// its pages are written back while it grows, and the file and its folder
+    /// are synced (`fsync`) before it is placed. Set it to false for a file
+    /// you read once and remove, a scratch copy: that spares the disk writes
+    /// and the syncs, and a crash may then lose the file. A resumable download
+    /// is always synced, since its journal must never claim bytes that are
+    /// not on disk.
+    public var synchronizesToDisk: Bool = true
 
     /// Download options; the defaults are a plain, non-resumable download.
     public init(resumable: Bool = false, expectedSHA256: String? = nil, speedLimit: Int64 = 0,

@@ -72,6 +72,7 @@ public final class DownloadTask: TransferTask, @unchecked Sendable {
         if let expectedDigest { spec.setExpectedSHA256(expectedDigest, strings: strings) }
         if options.speedLimit > 0 { spec.maxReceiveSpeed = options.speedLimit }
         spec.maxBodySize = max(0, options.maximumFileSize)
+        if !options.synchronizesToDisk && !options.resumable { spec.flags.insert(.noSync) }
         if let fixedDestination, resume == nil {
             let directory = fixedDestination.deletingLastPathComponent()
             try FileMover.ensureDirectory(directory)
