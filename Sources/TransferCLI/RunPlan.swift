@@ -23,6 +23,16 @@ enum OutputTarget: Sendable, Equatable {
         return .file(path)
     }
 
+    /// `-o` names the null device (`/dev/null`, or another node of it): the body
+    /// can be counted and dropped, as `--discard` does, with nothing staged.
+    var isNullDevice: Bool {
+        guard case .device(let path) = self else { return false }
+        var info = stat()
+        var null = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFCHR
+            && stat("/dev/null", &null) == 0 && null.st_mode & S_IFMT == S_IFCHR && info.st_rdev == null.st_rdev
+    }
+
     /// The body goes somewhere other than a file the run places: it is staged in a
     /// temporary file (removed at the end) and copied out.
     var isStreamed: Bool {

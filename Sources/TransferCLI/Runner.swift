@@ -253,8 +253,9 @@ final class Runner: Sendable {
         if !plan.body.isEmpty || request.method == .head {
             return await performInMemory(job, request: request, session: session)
         }
-        if job.output == .discard && plan.features.serializer == nil && plan.features.expectedSHA256 == nil
-            && plan.features.segments == 1
+        // --discard, and -o /dev/null (curl users' way to drop a body): counted, not kept.
+        if job.output == .discard || job.output.isNullDevice, plan.features.serializer == nil,
+            plan.features.expectedSHA256 == nil, plan.features.segments == 1
         {
             return await performInMemory(job, request: request, session: session, discarding: true)
         }

@@ -41,6 +41,29 @@ struct CLIDeviceOutputTests {
         #expect(CLI.listing(directory.path) == ["null"])   // no .part, no staging file
     }
 
+    @Test("-o with the null device drops the body as --discard does: no temporary folder is needed",
+          .enabled(if: geteuid() == 0, "making a device node needs root"))
+    func nullDeviceNeedsNoScratch() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let null = directory.file("null").path
+        try #require(makeNullDevice(null) == 0)
+        // A temporary folder that cannot be made: a staged body fails with 12.
+        let nowhere = ["TMPDIR": directory.file("missing/folder").path]
+        let url = server.url("/bytes/300000?seed=9").absoluteString
+
+        let dropped = try Command.run(try CLI.binary(), ["get", "-s", "-o", null, "-w", "%{size_download}", url],
+                                      environment: nowhere)
+        let staged = try Command.run(try CLI.binary(), ["get", "-s", url], environment: nowhere)
+
+        #expect(dropped.status == 0, "\(dropped.stderrText)")
+        #expect(dropped.stdoutText == "300000")
+        #expect(staged.status == 12, "\(staged.stderrText)")
+        #expect(isCharacterDevice(null))
+        #expect(CLI.listing(directory.path) == ["null"])
+    }
+
     @Test("-o with a FIFO streams the whole body into it and leaves the FIFO in place")
     func fifo() throws {
         let server = try TestServer.start()
