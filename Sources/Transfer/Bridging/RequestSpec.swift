@@ -277,8 +277,10 @@ extension SessionManager {
             spec.raw.resolve = UnsafePointer(strings.makeArray(configuration.resolve))
             spec.raw.resolve_count = configuration.resolve.count
         }
-        if try configuration.proxy.fill(&spec.raw, strings: strings, environmentNamesProxy: environmentNamesProxy) {
+        if goesDirect {
             spec.flags.insert(.noProxy)
+        } else {
+            try configuration.proxy.fill(&spec.raw, strings: strings)
         }
     }
 
@@ -332,22 +334,14 @@ extension TransferTask {
 }
 
 extension ProxySetting {
-    /// Fills the proxy fields of `spec` (strings live in `strings`).
+    /// Fills the proxy fields of `spec` (strings live in `strings`) for a
+    /// session that does not go direct (``goesDirect(environmentNamesProxy:)``).
     ///
-    /// - Parameter environmentNamesProxy: Whether the environment named a
-    ///   proxy when the session was made (``environmentNamesProxy()``).
-    /// - Returns: True when the transfer goes without a proxy and without
-    ///   reading the environment (`CT_FLAG_NO_PROXY`).
     /// - Throws: ``TransferError/Code/invalidRequest`` when the proxy does not validate.
-    func fill(_ spec: inout ct_transfer_spec, strings: CStrings, environmentNamesProxy: Bool)
-        throws(TransferError) -> Bool
-    {
+    func fill(_ spec: inout ct_transfer_spec, strings: CStrings) throws(TransferError) {
         switch self {
-        case .environment:
-            // NULL: libcurl reads the environment, on every request.
-            return !environmentNamesProxy
-        case .none:
-            return true
+        case .environment, .none:
+            break  // NULL: libcurl reads the environment (.none goes direct and never gets here)
         case .through(let proxy):
             try proxy.validate()
             spec.proxy = UnsafePointer(strings.make(proxy.curlURL))
@@ -360,7 +354,17 @@ extension ProxySetting {
                 spec.no_proxy = UnsafePointer(strings.make(list))
             }
             spec.proxy_ca_file = UnsafePointer(strings.make(proxy.caFile))
-            return false
+        }
+    }
+
+    /// Whether a session's requests go without a proxy and without libcurl
+    /// reading the environment (`CT_FLAG_NO_PROXY`): `.none`, and
+    /// `.environment` when no proxy variable was set as the session was made.
+    func goesDirect(environmentNamesProxy: @autoclosure () -> Bool) -> Bool {
+        switch self {
+        case .none: return true
+        case .environment: return !environmentNamesProxy()
+        case .through: return false
         }
     }
 

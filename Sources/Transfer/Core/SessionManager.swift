@@ -43,10 +43,9 @@ public final class SessionManager: Sendable {
     let sessionSetsUserAgent: Bool
     /// No hook and no delegate: requests may take the fast path (``usesFastPath``).
     let fastPathOpen = Atomic<Bool>(true)
-    /// Whether the environment named a proxy when the session was made
-    /// (``ProxySetting/environment``). Without one, requests go direct and
-    /// libcurl does not read the variables again on every request.
-    let environmentNamesProxy: Bool
+    /// Requests go without a proxy and libcurl reads no proxy variable
+    /// (``ProxySetting/goesDirect(environmentNamesProxy:)``), decided once.
+    let goesDirect: Bool
 
     struct State {
         var tasks: [Int: TransferTask] = [:]
@@ -96,7 +95,7 @@ public final class SessionManager: Sendable {
     {
         self.configuration = configuration
         sessionSetsUserAgent = configuration.httpAdditionalHeaders.containsUserAgent
-        environmentNamesProxy = configuration.proxy == .environment && ProxySetting.environmentNamesProxy()
+        goesDirect = configuration.proxy.goesDirect(environmentNamesProxy: ProxySetting.environmentNamesProxy())
         let label = "transfer.session.\(ObjectIdentifier(Self.self).hashValue)"
         delegateQueue = DispatchQueue(label: label + ".delegate")
         cookieStore = configuration.cookieStore.map { $0.isPlaceholder ? CookieStore() : $0 }
