@@ -261,6 +261,8 @@ struct cti_transfer {
   int64_t body_decoded;     /* body bytes of this response passed on */
   int chunked;              /* this response is Transfer-Encoding: chunked */
   uint32_t set_cookies;     /* Set-Cookie lines in this head */
+  int cookies_to_drop;      /* a cookie file list or a private list on
+                             * the handle: dropped at release */
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   int big_recv_slot;        /* holds one of the loop's CTI_BIG_RECV_SLOTS */
   /* The socket curl last asked to poll for this transfer (sock_polled:
@@ -442,8 +444,10 @@ ct_code cti_proxy_create(struct cti_transfer *t,
                          const struct ct_transfer_spec *spec);
 /* The proxy options of t's easy handle (loop thread, in setup). */
 CURLcode cti_proxy_setup(struct cti_transfer *t);
-/* ct_cookies.c: the handle's share and cookie engine for its flags. */
-CURLcode cti_cookies_setup(struct cti_transfer *t);
+/* ct_cookies.c: the handle's share and cookie engine for its flags;
+ * `configured`: the handle comes from the pool set up for the same
+ * profile, cookie flags included (cti_easy_take). */
+CURLcode cti_cookies_setup(struct cti_transfer *t, int configured);
 /* ct_cookies.c: the handle forgets its cookie files and private list. */
 void cti_cookies_done(struct cti_transfer *t);
 /* The status with which a proxy refused the transfer: a CONNECT answered

@@ -218,6 +218,10 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
 
   /* The same for every transfer of the loop. */
   PLONG(CURLOPT_NOSIGNAL, 1L);
+  /* Set per request (ct_cookies.c), but a handle set up for the same way
+   * of using the jar keeps it (cti_cookies_setup). */
+  if(!r->apply)
+    mix(r, t->flags & (CT_FLAG_COOKIES | CT_FLAG_COOKIES_READ_ONLY));
   PSTR(CURLOPT_PROTOCOLS_STR, "http,https");
   PSTR(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   PROFILE(CURLOPT_SHARE, t->loop->share, 1);
@@ -417,7 +421,7 @@ static struct curl_slist *request_headers(struct cti_transfer *t)
   return &t->accept_encoding;
 }
 
-static CURLcode set_request(struct cti_transfer *t)
+static CURLcode set_request(struct cti_transfer *t, int configured)
 {
   CURL *e = t->easy;
   CURLcode sc = CURLE_OK;
@@ -440,7 +444,7 @@ static CURLcode set_request(struct cti_transfer *t)
     SETOPT(CURLOPT_DEBUGDATA, t);
   /* Cookies differ per request (flags, a read-only copy of the jar): the
    * jar's share or the loop's, set every time (ct_cookies.c). */
-  sc = cti_cookies_setup(t);
+  sc = cti_cookies_setup(t, configured);
   if(sc != CURLE_OK)
     goto badopt;
 
@@ -560,7 +564,7 @@ ct_code cti_transfer_setup(struct cti_transfer *t, int configured)
   else
     t->trust_generation = t->loop->trust_generation;
   if(sc == CURLE_OK)
-    sc = set_request(t);
+    sc = set_request(t, configured);
   if(sc == CURLE_OK)
     return CT_OK;
   t->profile = 0;       /* half set up: reset before any reuse */
