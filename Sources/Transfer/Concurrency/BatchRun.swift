@@ -21,8 +21,8 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     private let demand: BatchDemand?
     /// Whether each request is checked for the fast path (false: the caller checked them all).
     private let checksEachRequest: Bool
-    /// The requests in flight, by index, for cancel(): one lock per window.
-    private let inEngine = Protected<[Int: any FastCancellable]>([:])
+    /// The requests in flight, for cancel(): one lock per window.
+    private let inEngine = Protected(InFlightList())
     private let cancelled = Atomic<Bool>(false)
     private let state: Protected<State>
     /// Requests that finished in the current loop pass (loop thread only).
@@ -37,8 +37,10 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
         var next = 0
         var inFlight = 0
         var pending: [BatchResult] = []
-        /// Indices finished since `inEngine` was last updated.
+        /// Requests finished since `inEngine` was last updated: the slots
+        /// of fast-path requests, the indices of those run as tasks.
         var finished: [Int] = []
+        var finishedTasks: [Int] = []
         /// The session was invalidated before the batch started: every request fails.
         var refused = false
         var ended = false
@@ -69,7 +71,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     /// Cancels the requests in flight; no more are taken from the source.
     func cancel() {
         cancelled.store(true, ordering: .sequentiallyConsistent)
-        for request in inEngine.withLock({ Array($0.values) }) { request.cancel() }
+        for request in inEngine.withLock({ $0.all }) { request.cancel() }
         // Ends the results now when nothing is in flight (say, waiting for the
         // consumer), but off this thread: cancel() runs inside the iterating
         // task's cancellation (the stream's onTermination, under that task's
@@ -91,7 +93,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
         state.withLock { state in
             state.inFlight -= done.count
             for request in done {
-                state.finished.append(request.index)
+                state.finished.append(request.slot)
                 if let outcome = request.takeOutcome() { state.pending.append(outcome) }
             }
             proceed(&state)
@@ -107,7 +109,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     private func taskDidFinish(_ result: BatchResult) {
         state.withLock { state in
             state.inFlight -= 1
-            state.finished.append(result.index)
+            state.finishedTasks.append(result.index)
             state.pending.append(result)
             proceed(&state)
         }
@@ -115,10 +117,8 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
 
     private func proceed(_ state: inout State) {
         advance(&state)
-        if !state.finished.isEmpty {
-            let done = state.finished
-            state.finished.removeAll(keepingCapacity: true)
-            inEngine.withLock { map in for index in done { map.removeValue(forKey: index) } }
+        if !state.finished.isEmpty || !state.finishedTasks.isEmpty {
+            inEngine.withLock { list in list.remove(&state.finished, tasks: &state.finishedTasks) }
         }
         flush(&state)
     }
@@ -184,12 +184,10 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
             state.inFlight += tasks.count
             // Listed before they are submitted, so that a cancel() from now on
             // reaches them; one that came before is seen just after.
-            let done = state.finished
-            state.finished.removeAll(keepingCapacity: true)
-            inEngine.withLock { map in
-                for index in done { map.removeValue(forKey: index) }
-                for request in targets { map[request.index] = request }
-                for (index, task) in tasks { map[index] = task }
+            inEngine.withLock { list in
+                list.remove(&state.finished, tasks: &state.finishedTasks)
+                for request in targets { request.slot = list.insert(request) }
+                for (index, task) in tasks { list.insert(task, index: index) }
             }
             if cancelled.load(ordering: .sequentiallyConsistent) {
                 for request in targets { request.cancel() }
@@ -200,7 +198,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
             switch session.engine.submitBatch(specs, targets: targets) {
             case .failure(let error):
                 state.inFlight -= targets.count
-                inEngine.withLock { map in for request in targets { map.removeValue(forKey: request.index) } }
+                inEngine.withLock { list in for request in targets { list.remove(slot: request.slot) } }
                 for request in targets {
                     var error = error
                     error.url = request.request.url
@@ -242,9 +240,51 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
             state.ended = true
             output.finish()
             demand?.setOnCredit(nil)
-            inEngine.withLock { $0.removeAll() }
+            inEngine.withLock { $0 = InFlightList() }
             session.engine.pass.registry.remove(self)
         }
+    }
+}
+
+/// The requests of a batch in the engine, for ``BatchRun/cancel()``. A
+/// fast-path request takes a slot, given back when it has finished and
+/// reused by a later one: no hashing per request. Requests run as tasks
+/// (rare: those that cannot take the fast path) are kept by their index.
+struct InFlightList {
+    private var requests: [FastRequest?] = []
+    private var freeSlots: [Int] = []
+    private var tasks: [Int: any FastCancellable] = [:]
+
+    /// Lists `request`; returns its slot.
+    mutating func insert(_ request: FastRequest) -> Int {
+        if let slot = freeSlots.popLast() {
+            requests[slot] = request
+            return slot
+        }
+        requests.append(request)
+        return requests.count - 1
+    }
+
+    mutating func insert(_ task: any FastCancellable, index: Int) { tasks[index] = task }
+
+    mutating func remove(slot: Int) {
+        requests[slot] = nil
+        freeSlots.append(slot)
+    }
+
+    /// Removes the requests in `slots` and the tasks of `tasks`, and empties both lists.
+    mutating func remove(_ slots: inout [Int], tasks indices: inout [Int]) {
+        for slot in slots { remove(slot: slot) }
+        for index in indices { tasks.removeValue(forKey: index) }
+        slots.removeAll(keepingCapacity: true)
+        indices.removeAll(keepingCapacity: true)
+    }
+
+    /// Everything listed.
+    var all: [any FastCancellable] {
+        var all: [any FastCancellable] = requests.compactMap { $0 }
+        all.append(contentsOf: tasks.values)
+        return all
     }
 }
 

@@ -27,6 +27,10 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     /// The batch this request belongs to (nil: a lone `data(for:)` call), and its place in it.
     let run: BatchRun?
     let index: Int
+    /// Its place in its batch's list of requests in the engine
+    /// (``InFlightList``): set under that list's lock before the request is
+    /// submitted, read by the loop thread once it has finished.
+    var slot = -1
     var continuation: UnsafeContinuation<DataResult, Never>?
     /// The priority of the task awaiting `continuation`: the job that
     /// resumes several callers at once runs at the highest of theirs.
