@@ -257,6 +257,8 @@ void cti_transfer_deliver_head(struct cti_transfer *t)
   head.content_length = t->content_length;
   head.resume_offset = t->resume_offset;
   head.effective_url = url ? url : t->url;
+  head.url_unchanged = head.effective_url == t->url ||
+    (t->url && strcmp(head.effective_url, t->url) == 0);
   head.raw_headers = t->hdr ? t->hdr : "";
   head.raw_headers_length = t->hdr_len;
   head.set_cookie_lines = t->set_cookies;
@@ -361,8 +363,11 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
        strcasestr(value, "chunked"))
       t->chunked = 1;
     break;
+  /* Validators serve only a download's resume data and journal: a body
+   * kept in memory or dropped does not copy them. */
   case 'e':
-    if(header_value(data, len, "ETag", value, sizeof(value))) {
+    if(t->sink.kind == CT_SINK_FILE &&
+       header_value(data, len, "ETag", value, sizeof(value))) {
       /* A validator goes back in If-Range and the journal: one with a CR
        * or LF (a bare CR survives curl's line split) is no validator. */
       free(t->etag);
@@ -375,7 +380,8 @@ size_t cti_header_cb(char *data, size_t size, size_t nitems, void *userp)
       t->set_cookies++;
     break;
   case 'l':
-    if(header_value(data, len, "Last-Modified", value, sizeof(value))) {
+    if(t->sink.kind == CT_SINK_FILE &&
+       header_value(data, len, "Last-Modified", value, sizeof(value))) {
       free(t->last_modified);
       t->last_modified = strpbrk(value, "\r\n") ? NULL : strdup(value);
     }

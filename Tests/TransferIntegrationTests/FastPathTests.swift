@@ -23,6 +23,8 @@ struct FastPathTests {
         var status: Int?
         var headers: [String]
         var version: String?
+        /// The response's URL: the request's, or the last hop's after redirects.
+        var url: String?
         var errorCode: String?
         var errorStatus: Int?
         var errorResponseStatus: Int?
@@ -33,7 +35,8 @@ struct FastPathTests {
             let (data, response) = try await session.data(for: request)
             // Date differs between two responses; everything else must not.
             let headers = response.headers.filter { $0.name.lowercased() != "date" }.map { "\($0.name): \($0.value)" }
-            return Seen(body: data, status: response.statusCode, headers: headers, version: response.httpVersion)
+            return Seen(body: data, status: response.statusCode, headers: headers, version: response.httpVersion,
+                        url: response.url.absoluteString)
         } catch {
             return Seen(body: nil, status: nil, headers: [], version: nil, errorCode: error.code.name,
                         errorStatus: error.httpStatus, errorResponseStatus: error.response?.statusCode)
@@ -72,6 +75,12 @@ struct FastPathTests {
         #expect(body.body == TestServer.bytes(seed: 5, count: 3000))
         #expect(await Self.observe(fast, requests[2]).errorCode == "truncatedResponse")
         #expect(await Self.observe(fast, requests[1]).status == 404)
+        // The engine says in C whether the URL changed: the request's own URL
+        // when it did not, the last hop's when redirects were followed.
+        #expect(body.url == requests[0].url.absoluteString)
+        let redirected = await Self.observe(fast, requests[3])
+        #expect(redirected.status == 200)
+        #expect(redirected.url == server.url("/redirect/0").absoluteString, "\(redirected)")
     }
 
     @Test("a TLS failure is the same typed error on both paths")

@@ -135,6 +135,9 @@ struct ct_response_head {
   int64_t content_length;  /* -1 when unknown */
   int64_t resume_offset;   /* > 0 when a 206 continues a partial file */
   const char *_Nonnull effective_url;
+  int32_t url_unchanged;   /* 1: effective_url is the spec's url, byte for
+                              byte (no redirect): an owner that has the
+                              request's URL need not copy or parse it */
   const char *_Nonnull raw_headers;  /* "Name: value\r\n" lines */
   size_t raw_headers_length;
   uint32_t set_cookie_lines;  /* lines named Set-Cookie among them: a

@@ -15,6 +15,10 @@ struct EngineResponseHead {
     var contentLength: Int64 { pointer.pointee.content_length }
     /// The URL after redirects libcurl followed.
     var effectiveURL: String { String(cString: pointer.pointee.effective_url) }
+    /// The URL after redirects, or nil when it is the spec's URL string
+    /// byte for byte (compared in C: nothing is copied then). Only for an
+    /// owner whose spec was built from the URL it compares with.
+    var changedURL: String? { pointer.pointee.url_unchanged != 0 ? nil : effectiveURL }
     /// Whether the head has a `Set-Cookie` line (counted by the engine as
     /// the lines arrived; no scan of the block).
     var hasSetCookie: Bool { pointer.pointee.set_cookie_lines > 0 }

@@ -44,6 +44,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
 
     private var status = 0
     private var version: Int32 = 0
+    /// The URL after redirects; nil when it is the request's.
     private var effectiveURL: String?
     private var rawHeaders: String?
     private var setsCookies = false
@@ -163,7 +164,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         // Copied, not parsed: HTTPResponse parses on first access.
         status = head.status
         version = head.httpVersion
-        effectiveURL = head.effectiveURL
+        effectiveURL = head.changedURL
         rawHeaders = head.rawHeaders
         setsCookies = head.hasSetCookie
     }
@@ -183,8 +184,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         }
         var response: HTTPResponse?
         if let rawHeaders {
-            let url = effectiveURL == request.url.absoluteString ? request.url
-                : (effectiveURL.flatMap { URL(string: $0) } ?? request.url)
+            let url = effectiveURL.flatMap { URL(string: $0) } ?? request.url
             let built = HTTPResponse(url: url, statusCode: status, rawHeaderBlock: rawHeaders,
                                      httpVersion: EngineResponseHead.versionString(version))
             response = built
