@@ -164,11 +164,12 @@ struct profile_run {
 
 static void mix(struct profile_run *r, uint64_t v)
 {
-  int i;
-  for(i = 0; i < 8; i++) {              /* FNV-1a, a byte at a time */
-    r->key ^= (v >> (8 * i)) & 0xff;
-    r->key *= 1099511628211ULL;
-  }
+  /* A word at a time (FNV-1a a byte at a time cost about 40 instructions
+   * per value, on every request): xor, an odd multiply and a shift, each
+   * a bijection of the key for a given value, so two profiles that differ
+   * in one value never meet at that step. */
+  r->key = (r->key ^ v) * 0x9E3779B97F4A7C15ULL;
+  r->key ^= r->key >> 29;
 }
 
 /* One option of the profile; `set` is the setopt expression (typed by the
