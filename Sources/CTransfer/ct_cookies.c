@@ -248,11 +248,13 @@ CURLcode cti_cookies_setup(struct cti_transfer *t, int configured)
   /* A pooled handle may still hold the private list of an earlier
    * read-only transfer (curl_easy_reset keeps it): joining a share that
    * has cookies frees a handle's own list. */
+  cti_count_setopt(t->loop);
   sc = curl_easy_setopt(e, CURLOPT_SHARE, jar->share);
   if(sc != CURLE_OK)
     return sc;
   if(t->flags & CT_FLAG_COOKIES) {
     if(!t->loop->config.share_tls_sessions) {
+      cti_count_setopt(t->loop);
       sc = curl_easy_setopt(e, CURLOPT_SSL_SESSIONID_CACHE, 0L);
       if(sc != CURLE_OK)
         return sc;
@@ -260,17 +262,20 @@ CURLcode cti_cookies_setup(struct cti_transfer *t, int configured)
     /* "" turns the cookie engine on without reading a file. The handle
      * keeps it, and the share, while it stays in the pool for this
      * profile; cti_easy_take drops the list before a reset. */
+    cti_count_setopt(t->loop);
     return curl_easy_setopt(e, CURLOPT_COOKIEFILE, "");
   }
   /* A pooled handle keeps its options: a cookie transfer before may
    * have turned the session cache off. */
   if(!t->loop->config.share_tls_sessions) {
+    cti_count_setopt(t->loop);
     sc = curl_easy_setopt(e, CURLOPT_SSL_SESSIONID_CACHE, 1L);
     if(sc != CURLE_OK)
       return sc;
   }
   /* Back on the loop's share: the handle has no cookie list now, so it
    * neither sends nor stores any (unless read-only gives it a copy). */
+  cti_count_setopt(t->loop);
   sc = curl_easy_setopt(e, CURLOPT_SHARE, t->loop->share);
   if(sc != CURLE_OK || !(t->flags & CT_FLAG_COOKIES_READ_ONLY))
     return sc;
@@ -286,5 +291,6 @@ void cti_cookies_done(struct cti_transfer *t)
   /* A read-only transfer's private list goes now: a NULL frees it (the
    * jar's cookies stay: they belong to the share). A full-jar handle
    * keeps its list for the next transfer of its profile. */
+  cti_count_setopt(t->loop);
   curl_easy_setopt(t->easy, CURLOPT_COOKIEFILE, (char *)NULL);
 }

@@ -52,8 +52,10 @@ CURL *cti_easy_take(struct ct_loop *loop, uint64_t profile, int *configured)
    * cookie files CURLOPT_COOKIEFILE "" made, which a handle of the jar
    * keeps between transfers (ct_cookies.c; found by LeakSanitizer); a
    * NULL frees it and turns the handle's cookie engine off. */
-  if(loop->config.cookie_jar)
+  if(loop->config.cookie_jar) {
+    cti_count_setopt(loop);
     curl_easy_setopt(easy, CURLOPT_COOKIEFILE, (char *)NULL);
+  }
   curl_easy_reset(easy);
   return easy;
 }

@@ -44,11 +44,12 @@ final class PhaseHarness: Sendable {
 
     var loop: OpaquePointer { OpaquePointer(bitPattern: loopBits.load(ordering: .acquiring))! }
 
-    init(maxTotalConnections: Int64 = 0, maxConnectionsPerHost: Int64 = 0) throws {
+    init(maxTotalConnections: Int64 = 0, maxConnectionsPerHost: Int64 = 0, cookieJar: OpaquePointer? = nil) throws {
         var config = ct_loop_config()
         ct_loop_config_init(&config)
         config.max_total_connections = maxTotalConnections
         config.max_connections_per_host = maxConnectionsPerHost
+        config.cookie_jar = cookieJar
         config.callbacks.on_finish = { ctx, result in
             guard let ctx else { return }
             let entry = Unmanaged<PhaseEntry>.fromOpaque(ctx).takeRetainedValue()

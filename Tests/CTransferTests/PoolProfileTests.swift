@@ -29,6 +29,46 @@ struct PoolProfileTests {
         return (outcome, ct_loop_setopt_calls(harness.loop) - before)
     }
 
+    @Test("a handle of the cookie jar, reused for its profile, sends the jar's cookies with no cookie option set again")
+    func cookieJarHandleReuse() throws {
+        let server = try TestServer.start()
+        defer { _ = server.stop() }
+        var created: OpaquePointer?
+        try #require(ct_cookie_jar_create(&created) == CT_OK)
+        let jar = try #require(created)
+        defer { ct_cookie_jar_release(jar) }
+        let harness = try PhaseHarness(cookieJar: jar)
+        defer { harness.destroy() }
+        let whoami = server.url("/whoami").absoluteString
+        let withCookies: (inout ct_transfer_spec, CStrings) -> Void = { spec, _ in
+            spec.flags |= UInt32(CT_FLAG_COOKIES)
+        }
+        func said(_ outcome: PhaseOutcome) -> String { String(decoding: outcome.body, as: UTF8.self) }
+
+        let (set, _) = try run(harness, server.url("/whoami?setcookie=flow%3D1").absoluteString, configure: withCookies)
+        #expect(set.code == CT_OK)
+        let (first, _) = try run(harness, whoami, configure: withCookies)
+        #expect(said(first) == "for flow=1")
+        let (second, reusedCost) = try run(harness, whoami, configure: withCookies)
+        #expect(said(second) == "for flow=1")
+        #expect(second.reusedConnection)
+        // A transfer without cookies on the same loop takes the handle for
+        // another profile: it neither sends the jar's cookie nor keeps its list.
+        let (plain, _) = try run(harness, whoami)
+        #expect(said(plain) == "for anonymous")
+        let (again, _) = try run(harness, whoami, configure: withCookies)
+        #expect(said(again) == "for flow=1")
+
+        // The reused cookie transfer costs the options of a reused transfer on
+        // a loop without any jar: the handle kept its share and cookie engine.
+        let bare = try PhaseHarness()
+        defer { bare.destroy() }
+        _ = try run(bare, whoami)
+        let (bareSecond, bareCost) = try run(bare, whoami)
+        #expect(said(bareSecond) == "for anonymous")
+        #expect(reusedCost == bareCost, "cookie transfer \(reusedCost) setopt calls, plain \(bareCost)")
+    }
+
     @Test("an upload, a memory GET, a file download and a HEAD on one handle each see only their own options")
     func interleavedProfiles() throws {
         let server = try TestServer.start()
