@@ -261,8 +261,8 @@ struct cti_transfer {
   int64_t body_decoded;     /* body bytes of this response passed on */
   int chunked;              /* this response is Transfer-Encoding: chunked */
   uint32_t set_cookies;     /* Set-Cookie lines in this head */
-  int cookies_to_drop;      /* a cookie file list or a private list on
-                             * the handle: dropped at release */
+  int cookies_to_drop;      /* a read-only transfer's private cookie
+                             * list on the handle: dropped at release */
   size_t recv_buffer;       /* CURLOPT_BUFFERSIZE: the most one read gets */
   int big_recv_slot;        /* holds one of the loop's CTI_BIG_RECV_SLOTS */
   /* The socket curl last asked to poll for this transfer (sock_polled:
@@ -448,7 +448,8 @@ CURLcode cti_proxy_setup(struct cti_transfer *t);
  * `configured`: the handle comes from the pool set up for the same
  * profile, cookie flags included (cti_easy_take). */
 CURLcode cti_cookies_setup(struct cti_transfer *t, int configured);
-/* ct_cookies.c: the handle forgets its cookie files and private list. */
+/* ct_cookies.c: the handle forgets a read-only transfer's private list
+ * (a jar handle keeps its cookie file list: cti_easy_take drops it). */
 void cti_cookies_done(struct cti_transfer *t);
 /* The status with which a proxy refused the transfer: a CONNECT answered
  * with other than 2xx, or (explicit proxies only) a 407 to a forwarded

@@ -39,7 +39,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
         var pending: [BatchResult] = []
         /// Requests finished since `inEngine` was last updated: the slots
         /// of fast-path requests, the indices of those run as tasks.
-        var finished: [Int] = []
+        var finishedSlots: [Int] = []
         var finishedTasks: [Int] = []
         /// The session was invalidated before the batch started: every request fails.
         var refused = false
@@ -93,7 +93,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
         state.withLock { state in
             state.inFlight -= done.count
             for request in done {
-                state.finished.append(request.slot)
+                state.finishedSlots.append(request.slot)
                 if let outcome = request.takeOutcome() { state.pending.append(outcome) }
             }
             proceed(&state)
@@ -117,8 +117,8 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
 
     private func proceed(_ state: inout State) {
         advance(&state)
-        if !state.finished.isEmpty || !state.finishedTasks.isEmpty {
-            inEngine.withLock { list in list.remove(&state.finished, tasks: &state.finishedTasks) }
+        if !state.finishedSlots.isEmpty || !state.finishedTasks.isEmpty {
+            inEngine.withLock { list in list.remove(&state.finishedSlots, tasks: &state.finishedTasks) }
         }
         flush(&state)
     }
@@ -185,7 +185,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
             // Listed before they are submitted, so that a cancel() from now on
             // reaches them; one that came before is seen just after.
             inEngine.withLock { list in
-                list.remove(&state.finished, tasks: &state.finishedTasks)
+                list.remove(&state.finishedSlots, tasks: &state.finishedTasks)
                 for request in targets { request.slot = list.insert(request) }
                 for (index, task) in tasks { list.insert(task, index: index) }
             }
