@@ -213,8 +213,13 @@ extension SessionManager {
     ///   than the task's first: the session's `Authorization`, `Cookie` and
     ///   `Proxy-Authorization` headers are then left out (``RedirectPolicy``).
     /// - Throws: ``TransferError/Code/invalidRequest`` for a request or proxy that does not validate.
+    /// - Parameter onFastPath: a request that skips the task layer
+    ///   (``fastSpec(for:strings:discardsBody:collectsMetrics:)``). It took
+    ///   that path because no redirect hook or delegate was set; one set
+    ///   since is not asked about this request's redirects, so libcurl
+    ///   follows them as configured (no look at the session's lock).
     func fillSpec(_ spec: inout TransferSpec, for request: Request, strings: CStrings,
-                  keepsOriginBoundHeaders: Bool = true) throws(TransferError)
+                  keepsOriginBoundHeaders: Bool = true, onFastPath: Bool = false) throws(TransferError)
     {
         let sessionHeaders = keepsOriginBoundHeaders ? configuration.httpAdditionalHeaders
             : RedirectPolicy.removingOriginBoundHeaders(configuration.httpAdditionalHeaders)
@@ -235,7 +240,7 @@ extension SessionManager {
             spec.raw.header_count = count
         }
         var flags: TransferFlags = []
-        if configuration.followRedirects && !handlesRedirectsManually {
+        if configuration.followRedirects && (onFastPath || !handlesRedirectsManually) {
             flags.insert(.followRedirects)
         }
         if request.method == .head { flags.insert(.noBody) }
@@ -290,7 +295,7 @@ extension SessionManager {
         throws(TransferError) -> TransferSpec
     {
         var spec = TransferSpec()
-        try fillSpec(&spec, for: request, strings: strings)
+        try fillSpec(&spec, for: request, strings: strings, onFastPath: true)
         spec.flags.insert(.noProgress)
         if !collectsMetrics { spec.flags.insert(.noMetrics) }
         if discardsBody {
@@ -308,7 +313,7 @@ extension TransferTask {
     /// `request`, the hop's credential, the task's counters, disposition,
     /// trace and speed limit, then what the subclass adds (``configure(_:strings:)``).
     ///
-    /// - Throws: What ``SessionManager/fillSpec(_:for:strings:keepsOriginBoundHeaders:)``
+    /// - Throws: What ``SessionManager/fillSpec(_:for:strings:keepsOriginBoundHeaders:onFastPath:)``
     ///   and the subclass throw.
     func makeSpec(for request: Request, credential: (Credential, EngineAuthSchemes)?,
                   strings: CStrings) throws(TransferError) -> TransferSpec

@@ -97,7 +97,7 @@ extension SessionManager {
     func sendsIdentity(with request: Request) -> Bool {
         RequestIdentity.carriesCredential(request, headers: headersAsSent(request))
             || storeCookieHeader(for: request) != nil
-            || configuration.interceptor != nil || request.interceptor != nil
+            || configuration.hasInterceptor || request.hasInterceptor
             || answersAuthenticationChallenges
     }
 }

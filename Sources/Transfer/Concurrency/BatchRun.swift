@@ -154,7 +154,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
             specs.reserveCapacity(room)
             targets.reserveCapacity(room)
             var taken = 0
-            while taken < room, var request = state.source?.next() {
+            while taken < room, let request = state.source?.next() {
                 let index = state.next
                 state.next += 1
                 taken += 1
@@ -166,16 +166,34 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
                     tasks.append((index, startTask(request, index: index)))
                     continue
                 }
-                let observers = instruments.start(&request)
+                if instruments.isEmpty {
+                    // The spec is built from the request, which then moves
+                    // into its target: no copy of it per request. (A `var`
+                    // kept in memory for an inout call, or a request read
+                    // back from its target, is copied.)
+                    let collects = FastRequest.collectsMetrics(session: session, run: self, observed: false)
+                    do throws(TransferError) {
+                        specs.append(try session.fastSpec(for: request, strings: strings,
+                                                          discardsBody: options.discardsBodies,
+                                                          collectsMetrics: collects))
+                        targets.append(FastRequest(session: session, request: consume request, run: self,
+                                                   index: index))
+                    } catch {
+                        record(&state, index, .failure(error))
+                    }
+                    continue
+                }
+                var instrumented = request
+                let observers = instruments.start(&instrumented)
+                let target = FastRequest(session: session, request: consume instrumented, run: self, index: index,
+                                         observers: observers)
                 do throws(TransferError) {
-                    let target = FastRequest(session: session, request: request, run: self, index: index,
-                                             observers: observers)
-                    specs.append(try session.fastSpec(for: request, strings: strings,
+                    specs.append(try session.fastSpec(for: target.request, strings: strings,
                                                       discardsBody: options.discardsBodies,
                                                       collectsMetrics: target.collectsMetrics))
                     targets.append(target)
                 } catch {
-                    Self.notify(observers, of: request, error)
+                    Self.notify(observers, of: target.request, error)
                     record(&state, index, .failure(error))
                 }
             }

@@ -70,7 +70,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         outcome.take()
     }
 
-    init(session: SessionManager, request: Request, run: BatchRun? = nil, index: Int = 0,
+    init(session: SessionManager, request: consuming Request, run: BatchRun? = nil, index: Int = 0,
          observers: [any RequestObserver] = [])
     {
         self.session = session
@@ -78,7 +78,15 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         self.observers = observers
         self.run = run
         self.index = index
-        collectsMetrics = run?.options.collectsMetrics == true || !observers.isEmpty
+        collectsMetrics = Self.collectsMetrics(session: session, run: run, observed: !observers.isEmpty)
+    }
+
+    /// Whether a request of `session` (of `run`, with observers or not) has
+    /// its timings collected: known before its target is made, so that its
+    /// spec can be built from the request itself (a `Request` read back from
+    /// the target is copied).
+    static func collectsMetrics(session: SessionManager, run: BatchRun?, observed: Bool) -> Bool {
+        run?.options.collectsMetrics == true || observed
             || session.observation.wantsCompletions || TransferEvents.postsTasklessCompletions
     }
 
@@ -87,8 +95,10 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     // MARK: - Lone requests (`data(for:)`)
 
     /// Caller's thread, inside the continuation: submits, or resumes at once
-    /// when the request cannot start.
-    func start() {
+    /// when the request cannot start. `sent` is this request's ``request``,
+    /// passed in by the caller that still holds it: read back from this
+    /// object, a `Request` is copied.
+    func start(_ sent: Request) {
         if Task.isCancelled || isCancelled {
             return fail(TransferError(.cancelled, "cancelled", url: request.url))
         }
@@ -99,7 +109,7 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         defer { strings.free() }
         var spec: TransferSpec
         do throws(TransferError) {
-            spec = try session.fastSpec(for: request, strings: strings, discardsBody: false,
+            spec = try session.fastSpec(for: sent, strings: strings, discardsBody: false,
                                         collectsMetrics: collectsMetrics)
         } catch {
             session.engine.pass.registry.remove(self)
@@ -210,13 +220,11 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         }
         let wantsCompletion = session.observation.wantsCompletions || TransferEvents.postsTasklessCompletions
         let observed = !observers.isEmpty
-        // A monitor added while the request ran gets no timings: the engine
-        // did not collect them.
-        let metrics = collectsMetrics && (run?.options.collectsMetrics == true || wantsCompletion || observed)
-            ? result.metrics : nil
-        outcome = BatchResult(index: index, result: value, metrics: run?.options.collectsMetrics == true ? metrics : nil,
-                              bytesReceived: result.bodyBytesReceived)
+        let batchMetrics = run?.options.collectsMetrics == true
         if wantsCompletion || observed {
+            // A monitor added while the request ran gets no timings: the
+            // engine did not collect them.
+            let metrics = collectsMetrics ? result.metrics : nil
             let error: TransferError?
             if case .failure(let failure) = value { error = failure } else { error = nil }
             let completed = CompletedRequest(request: request, response: response, metrics: metrics, error: error,
@@ -225,6 +233,9 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             // Inline, before the caller is resumed (see RequestObserver).
             for observer in observers { observer.requestDidComplete(completed) }
         }
+        // Last: `value` moves into the outcome instead of being copied.
+        outcome = BatchResult(index: index, result: value, metrics: batchMetrics && collectsMetrics ? result.metrics : nil,
+                              bytesReceived: result.bodyBytesReceived)
         session.engine.pass.didFinish(self)
     }
 }
@@ -236,14 +247,23 @@ extension SessionManager {
 
     /// Sends `request` on the fast path (see ``data(for:)`` for when).
     func fastData(for request: Request) async throws(TransferError) -> (Data, HTTPResponse) {
-        var request = request
-        let observers = observation.instruments.start(&request)
-        let fast = FastRequest(session: self, request: request, observers: observers)
+        let fast: FastRequest
+        let instrumented: Request?
+        if observation.instruments.isEmpty {
+            // One copy of the request: into its FastRequest.
+            fast = FastRequest(session: self, request: request)
+            instrumented = nil
+        } else {
+            var changed = request
+            let observers = observation.instruments.start(&changed)
+            instrumented = changed
+            fast = FastRequest(session: self, request: consume changed, observers: observers)
+        }
         let result = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<DataResult, Never>) in
                 fast.continuation = continuation
                 fast.callerPriority = Task.currentPriority
-                fast.start()
+                if let instrumented { fast.start(instrumented) } else { fast.start(request) }
             }
         } onCancel: {
             fast.cancel()
@@ -261,7 +281,7 @@ extension SessionManager {
     /// Progress and metrics callbacks need a task, so they count as hooks here.
     var usesFastPath: Bool {
         fastPathOpen.load(ordering: .relaxed) && !TransferEvents.isObserved
-            && !observation.blocksFastPath && configuration.interceptor == nil
+            && !observation.blocksFastPath && !configuration.hasInterceptor
     }
 
     /// Whether `request` may skip the task layer: ``usesFastPath``, no body,
@@ -270,7 +290,7 @@ extension SessionManager {
     /// and no response cache that may answer it or must see its response
     /// (with none configured this costs one nil check).
     func takesFastPath(_ request: Request) -> Bool {
-        request.body == nil && request.interceptor == nil && request.credential == nil
+        request.body == nil && !request.hasInterceptor && request.credential == nil
             && request.loggerReference?.logsDebug != true
             && (responseCache == nil || request.method == .head) && usesFastPath
     }

@@ -208,7 +208,8 @@ extension SessionManager {
             continuation.finish()
             return BatchResults(chunks: stream)
         }
-        if requests.allSatisfy({ takesFastPath($0) }) {
+        // By index: `allSatisfy` would copy each request out of the array.
+        if requests.indices.allSatisfy({ takesFastPath(requests[$0]) }) {
             return startRun(AnyIterator(requests.makeIterator()), options: options, demand: nil, checksEachRequest: false)
         }
         return startTasks(requests, options: options, demand: nil)

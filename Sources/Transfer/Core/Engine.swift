@@ -160,7 +160,11 @@ final class Engine: Sendable {
     /// Submits `specs.count` transfers in one engine command (one lock, one
     /// wake-up). All or nothing: on success every target's finish runs
     /// exactly once and `ids[i]` names `targets[i]`'s transfer.
-    func submitBatch(_ specs: [TransferSpec], targets: [EngineTarget]) -> Result<[UInt64], TransferError> {
+    /// Generic over the target class, so that an array of a subclass is
+    /// not converted (a new array per window) to pass it.
+    func submitBatch<Target: EngineTarget>(_ specs: [TransferSpec], targets: [Target])
+        -> Result<[UInt64], TransferError>
+    {
         precondition(specs.count == targets.count, "Engine.submitBatch: one target per spec")
         if specs.isEmpty { return .success([]) }
         let contexts: [UnsafeMutableRawPointer?] = targets.map { Unmanaged.passRetained($0).toOpaque() }
@@ -180,7 +184,7 @@ final class Engine: Sendable {
         }
         guard code == CT_OK else {
             // Nothing was queued: every context is ours again.
-            for context in contexts { Unmanaged<EngineTarget>.fromOpaque(context!).release() }
+            for context in contexts { Unmanaged<Target>.fromOpaque(context!).release() }
             return .failure(TransferError(Engine.errorCode(for: code),
                                           "cannot start the transfers: \(String(cString: ct_code_name(code)))"))
         }

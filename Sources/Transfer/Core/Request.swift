@@ -107,6 +107,8 @@ public struct Request: Sendable, Hashable, CustomStringConvertible {
         set { interceptorReference = newValue.map(InterceptorReference.init) }
     }
     private var interceptorReference: InterceptorReference?
+    /// Whether ``interceptor`` is set, without copying it out of its box.
+    var hasInterceptor: Bool { interceptorReference != nil }
     /// The page this request is for, which ``CookieStore/AcceptPolicy/onlyFromMainDocumentDomain`` compares with.
     public var mainDocumentURL: URL?
     /// A user/password libcurl answers the server's 401 with, before any

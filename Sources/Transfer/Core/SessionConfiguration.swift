@@ -148,6 +148,8 @@ public struct SessionConfiguration: Sendable, Hashable {
         set { interceptorReference = newValue.map(InterceptorReference.init) }
     }
     private var interceptorReference: InterceptorReference?
+    /// Whether ``interceptor`` is set, without copying it out of its box.
+    var hasInterceptor: Bool { interceptorReference != nil }
 
     /// ``logger`` and ``eventMonitors`` (SessionConfiguration+Logging.swift).
     var observation = ObservationSettings()
