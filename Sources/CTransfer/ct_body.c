@@ -138,17 +138,17 @@ void cti_transfer_emit_progress(struct cti_transfer *t, int force)
   cb->on_progress(t->ctx, &p);
 }
 
+/* Only for transfers that report progress: the idle timeout is the loop's
+ * sweep (ct_timeout.c). */
 int cti_xferinfo_cb(void *userp, curl_off_t dltotal, curl_off_t dlnow,
                        curl_off_t ultotal, curl_off_t ulnow)
 {
   struct cti_transfer *t = userp;
   (void)dltotal;
-  if(!(t->flags & CT_FLAG_NO_PROGRESS)) {
-    cti_counter_store(&t->counters->bytes_sent, ulnow);
-    if(ultotal > 0)
-      cti_counter_store(&t->counters->bytes_expected_to_send, ultotal);
-    cti_transfer_emit_progress(t, 0);
-  }
-  /* Without progress, libcurl calls this only for the idle check. */
-  return cti_timeout_idle_expired(t, dlnow, ulnow);
+  (void)dlnow;
+  cti_counter_store(&t->counters->bytes_sent, ulnow);
+  if(ultotal > 0)
+    cti_counter_store(&t->counters->bytes_expected_to_send, ultotal);
+  cti_transfer_emit_progress(t, 0);
+  return 0;
 }

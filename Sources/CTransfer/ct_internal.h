@@ -279,7 +279,8 @@ struct cti_transfer {
   double last_progress;     /* monotonic seconds */
   double submit_time;
   double add_time;
-  double idle_since;        /* ct_timeout.c: when bytes last moved */
+  double idle_since;        /* ct_timeout.c: when bytes last moved, as
+                               seen by the sweep */
   int64_t idle_bytes;       /* ct_timeout.c: bytes moved until then */
 
   /* Where the transfer is in its life and why it is paused: changed only
@@ -397,10 +398,13 @@ void cti_transfer_report_redirect(struct cti_transfer *t);
 
 /* --- ct_timeout.c ------------------------------------------------------ */
 
-/* From the xferinfo callback: 1 when the idle timeout expired (local_code
- * set to CT_E_TIMED_OUT, the caller aborts the transfer), 0 otherwise. */
-int cti_timeout_idle_expired(struct cti_transfer *t, curl_off_t dlnow,
-                             curl_off_t ulnow);
+/* The idle timeout is checked by a sweep of the loop, not per libcurl
+ * callback. cti_timeout_watch: `t` was just added to curl (its clock
+ * starts at add_time); schedules a sweep soon enough for its timeout.
+ * cti_timeout_sweep: the sweep is due (loop->idle_sweep_ms passed); fails
+ * every transfer idle for its timeout and schedules the next sweep. */
+void cti_timeout_watch(struct ct_loop *loop, struct cti_transfer *t);
+void cti_timeout_sweep(struct ct_loop *loop);
 /* A libcurl timeout ended `t`: say in t->errbuf which one fired. */
 void cti_timeout_explain(struct cti_transfer *t);
 
@@ -569,6 +573,8 @@ struct ct_loop {
 
   int run_timeout_now;
   int64_t curl_deadline;         /* monotonic ms of curl's timeout; -1 */
+  int64_t idle_sweep_ms;         /* monotonic ms of the next idle sweep
+                                    (ct_timeout.c); -1: none */
   int stop;
   struct cti_transfer *all;      /* every transfer the loop owns */
   struct cti_tls_conn *tls_conns;  /* read-ahead connections (ct_tls_read.c) */

@@ -182,11 +182,16 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 static int wait_ms(struct ct_loop *loop)
 {
   int64_t left;
+  int64_t deadline = loop->curl_deadline;
   if(loop->run_timeout_now || loop->tls_redrive_again)
     return 0;
-  if(loop->curl_deadline < 0)
+  /* The idle sweep's deadline as well (ct_timeout.c). */
+  if(loop->idle_sweep_ms >= 0 &&
+     (deadline < 0 || loop->idle_sweep_ms < deadline))
+    deadline = loop->idle_sweep_ms;
+  if(deadline < 0)
     return -1;
-  left = loop->curl_deadline - now_ms();
+  left = deadline - now_ms();
   if(left <= 0)
     return 0;
   return left > 3600 * 1000 ? 3600 * 1000 : (int)left;
@@ -210,11 +215,17 @@ static void *loop_main(void *arg)
         continue;
       break;         /* epoll itself failed: nothing sane to do but stop */
     }
-    if(loop->run_timeout_now ||
-       (loop->curl_deadline >= 0 && loop->curl_deadline <= now_ms())) {
-      loop->run_timeout_now = 0;
-      loop->curl_deadline = -1;    /* curl sets the next one, if any */
-      socket_action(loop, CURL_SOCKET_TIMEOUT, 0);
+    if(loop->run_timeout_now || loop->curl_deadline >= 0 ||
+       loop->idle_sweep_ms >= 0) {
+      int64_t now = now_ms();
+      if(loop->run_timeout_now ||
+         (loop->curl_deadline >= 0 && loop->curl_deadline <= now)) {
+        loop->run_timeout_now = 0;
+        loop->curl_deadline = -1;  /* curl sets the next one, if any */
+        socket_action(loop, CURL_SOCKET_TIMEOUT, 0);
+      }
+      if(loop->idle_sweep_ms >= 0 && loop->idle_sweep_ms <= now)
+        cti_timeout_sweep(loop);
     }
     for(i = 0; i < n; i++) {
       int fd = events[i].data.fd;
@@ -331,6 +342,7 @@ ct_code ct_loop_create(const struct ct_loop_config *config,
     return CT_E_NO_MEMORY;
   loop->epfd = loop->eventfd = -1;
   loop->curl_deadline = -1;
+  loop->idle_sweep_ms = -1;
   loop->rate_timerfd = -1;
   pthread_mutex_init(&loop->lock, NULL);
   loop->config = *config;

@@ -304,6 +304,7 @@ static void admit(struct ct_loop *loop, struct cti_transfer *t)
     return;
   }
   cti_transfer_set_phase(t, CT_PHASE_CONNECTING, "added to curl");
+  cti_timeout_watch(loop, t);
   if(t->paused & CT_PAUSE_USER)
     /* Suspended before it was admitted (CT_FLAG_START_PAUSED, or a pause
      * while it waited for its origin or the descriptor budget). The read

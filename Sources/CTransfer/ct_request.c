@@ -229,10 +229,9 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
   PFUNC(CURLOPT_WRITEFUNCTION, cti_write_cb);
   PFUNC(CURLOPT_HEADERFUNCTION, cti_header_cb);
   PFUNC(CURLOPT_XFERINFOFUNCTION, cti_xferinfo_cb);
-  /* The fast path leaves libcurl's progress meter off (CT_FLAG_NO_PROGRESS)
-   * unless an idle timeout needs the xferinfo callback (ct_timeout.c). */
-  PLONG(CURLOPT_NOPROGRESS, ((t->flags & CT_FLAG_NO_PROGRESS) &&
-                             t->opts.idle_timeout_ms <= 0) ? 1L : 0L);
+  /* The fast path leaves libcurl's progress meter off (CT_FLAG_NO_PROGRESS):
+   * the idle timeout needs no callback (ct_timeout.c). */
+  PLONG(CURLOPT_NOPROGRESS, (t->flags & CT_FLAG_NO_PROGRESS) ? 1L : 0L);
   if(t->flags & CT_FLAG_TRACE) {
     /* Only when asked: a debug function costs a call per curl message
      * (its data pointer is per request: set_request). */
@@ -281,14 +280,9 @@ static CURLcode set_profile(struct cti_transfer *t, struct profile_run *r)
     PLONG(CURLOPT_LOW_SPEED_LIMIT, t->opts.low_speed_limit);
     PLONG(CURLOPT_LOW_SPEED_TIME, t->opts.low_speed_time_s);
   }
-  else if(t->opts.idle_timeout_ms > 0) {
-    /* The idle check itself is ct_timeout.c's, in the xferinfo callback.
-     * A speed limit makes libcurl run the transfer (and so that callback)
-     * every second even when no byte moves; the time is too long for
-     * libcurl's own check, which averages, to ever fire first. */
-    PLONG(CURLOPT_LOW_SPEED_LIMIT, 1L);
-    PLONG(CURLOPT_LOW_SPEED_TIME, t->opts.idle_timeout_ms / 1000 + 3600);
-  }
+  /* The idle timeout is the loop's sweep (ct_timeout.c): no option. A
+   * speed limit would make libcurl re-arm a one-second timer on every
+   * pass over the transfer. */
   /* max_recv_speed / max_send_speed: ct_ratelimit.c (see HTTP version). */
   if(t->userpwd) {
     long auth = 0;
