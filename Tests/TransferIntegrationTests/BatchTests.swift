@@ -90,6 +90,55 @@ struct BatchTests {
         #expect(server.requestCount == 4)
     }
 
+    @Test("dropping the results of a batch, never iterated, cancels its requests")
+    func droppedResultsCancel() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let requests = (0..<10).map { _ in Request(url: server.url("/hold/100000?gate=dropped")) }
+
+        do {
+            let results = session.results(for: requests, options: BatchOptions(maxConcurrentRequests: 4))
+            try await Wait.until("four requests held at the gate", timeout: .seconds(10)) {
+                server.heldAtGate("dropped") == 4
+            }
+            withExtendedLifetime(results) {}
+        }
+
+        // Held for 100 s unless the batch was cancelled when its results went away.
+        try await Wait.until("the engine to drop every transfer", timeout: .seconds(10)) {
+            session.engine.activeCount == 0
+        }
+        #expect(server.requestCount == 4)
+    }
+
+    @Test("leaving the iteration after the first result cancels the requests still running")
+    func earlyExitCancels() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let session = try SessionManager()
+        defer { session.invalidateAndCancel() }
+        let requests = [Request(url: server.url("/bytes/16?seed=1"))]
+            + (0..<5).map { _ in Request(url: server.url("/hold/100000?gate=early")) }
+
+        var first: BatchResult?
+        for await result in session.results(for: requests, options: BatchOptions(maxConcurrentRequests: 6)) {
+            first = result
+            try await Wait.until("five requests held at the gate", timeout: .seconds(10)) {
+                server.heldAtGate("early") == 5
+            }
+            break
+        }
+
+        #expect(first?.index == 0)
+        #expect(try first?.result.get().0 == TestServer.bytes(seed: 1, count: 16))
+        try await Wait.until("the engine to drop every transfer", timeout: .seconds(10)) {
+            session.engine.activeCount == 0
+        }
+        #expect(server.requestCount == 6)
+    }
+
     @Test("results(for:) yields each index once, as requests finish, with metrics when asked")
     func sequence() async throws {
         let server = try await TestServer.start()

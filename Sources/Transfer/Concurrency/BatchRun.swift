@@ -17,7 +17,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     // `inEngine` is behind its lock, `cancelled` atomic; the rest is immutable.
     let session: SessionManager
     let options: BatchOptions
-    private let output: AsyncStream<[BatchResult]>.Continuation
+    private let output: BatchChannel
     private let demand: BatchDemand?
     /// Whether each request is checked for the fast path (false: the caller checked them all).
     private let checksEachRequest: Bool
@@ -47,7 +47,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     }
 
     init(session: SessionManager, source: AnyIterator<Request>, options: BatchOptions, demand: BatchDemand?,
-         checksEachRequest: Bool, output: AsyncStream<[BatchResult]>.Continuation)
+         checksEachRequest: Bool, output: BatchChannel)
     {
         self.session = session
         self.options = options
@@ -250,7 +250,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     /// Hands the results so far over, and ends the sequence after the last.
     private func flush(_ state: inout State) {
         if !state.pending.isEmpty {
-            output.yield(state.pending)
+            output.send(state.pending)
             state.pending.removeAll(keepingCapacity: true)
         }
         let noMore = state.source == nil || cancelled.load(ordering: .sequentiallyConsistent)

@@ -57,23 +57,25 @@ public struct BatchResults: AsyncSequence, Sendable {
     public typealias Element = BatchResult
     public typealias Failure = Never
 
-    let chunks: AsyncStream<[BatchResult]>
+    /// The batch's results, chunk by chunk; dropping the last copy of the
+    /// sequence and its iterators cancels the batch.
+    let chunks: BatchChannel.Receiver
     /// Told of each result taken (batches over lazy sequences only).
     let demand: BatchDemand?
 
-    init(chunks: AsyncStream<[BatchResult]>, demand: BatchDemand? = nil) {
-        self.chunks = chunks
+    init(chunks: BatchChannel, demand: BatchDemand? = nil) {
+        self.chunks = BatchChannel.Receiver(chunks)
         self.demand = demand
     }
 
     /// An iterator over the results; one per batch.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: chunks.makeAsyncIterator(), demand: demand)
+        AsyncIterator(base: chunks, demand: demand)
     }
 
     /// Hands out the results of one loop pass after the other.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncStream<[BatchResult]>.AsyncIterator
+        let base: BatchChannel.Receiver
         let demand: BatchDemand?
         var buffer: [BatchResult] = []
         var position = 0
@@ -90,7 +92,7 @@ public struct BatchResults: AsyncSequence, Sendable {
             while position == buffer.count {
                 // One chunk per loop pass: the results of every request that
                 // finished in it.
-                guard let chunk = await base.next() else { return nil }
+                guard let chunk = await base.channel.next() else { return nil }
                 buffer = chunk
                 position = 0
             }
@@ -204,9 +206,7 @@ extension SessionManager {
     /// `results(for:options:)` that takes `some Sequence<Request> & Sendable`.
     public func results(for requests: [Request], options: BatchOptions = BatchOptions()) -> BatchResults {
         if requests.isEmpty {
-            let (stream, continuation) = AsyncStream.makeStream(of: [BatchResult].self)
-            continuation.finish()
-            return BatchResults(chunks: stream)
+            return BatchResults(chunks: .finished())
         }
         // By index: `allSatisfy` would copy each request out of the array.
         if requests.indices.allSatisfy({ takesFastPath(requests[$0]) }) {
@@ -258,21 +258,19 @@ extension SessionManager {
     private func startRun(_ source: AnyIterator<Request>, options: BatchOptions, demand: BatchDemand?,
                           checksEachRequest: Bool) -> BatchResults
     {
-        let (stream, continuation) = AsyncStream.makeStream(of: [BatchResult].self)
+        let channel = BatchChannel()
         let run = BatchRun(session: self, source: source, options: options, demand: demand,
-                           checksEachRequest: checksEachRequest, output: continuation)
+                           checksEachRequest: checksEachRequest, output: channel)
         demand?.setOnCredit { run.creditArrived() }
-        continuation.onTermination = { termination in
-            if case .cancelled = termination { run.cancel() }
-        }
+        channel.onCancel { run.cancel() }
         run.start()
-        return BatchResults(chunks: stream, demand: demand)
+        return BatchResults(chunks: channel, demand: demand)
     }
 
     private func startTasks(_ requests: some Sequence<Request> & Sendable, options: BatchOptions,
                             demand: BatchDemand?) -> BatchResults
     {
-        let (stream, continuation) = AsyncStream.makeStream(of: [BatchResult].self)
+        let channel = BatchChannel()
         // The batch is made now, before the Swift task below runs: admitted
         // now, its requests run even if the session is invalidated before
         // they start (and an invalidation waits for them). Refused now, they
@@ -281,15 +279,13 @@ extension SessionManager {
         let admitted = engine.pass.registry.admit(admission)
         let task = Task {
             await SessionAdmission.$session.withValue(admitted ? ObjectIdentifier(self) : nil) {
-                await self.runBatchAsTasks(requests, options: options, demand: demand, output: continuation)
+                await self.runBatchAsTasks(requests, options: options, demand: demand, output: channel)
             }
             if admitted { self.engine.pass.registry.remove(admission) }
         }
         admission.attach(task)
-        continuation.onTermination = { termination in
-            if case .cancelled = termination { task.cancel() }
-        }
-        return BatchResults(chunks: stream, demand: demand)
+        channel.onCancel { task.cancel() }
+        return BatchResults(chunks: channel, demand: demand)
     }
 
     /// One request of a batch as a task (``data(for:)`` or ``discard(for:)``).
@@ -313,7 +309,7 @@ extension SessionManager {
     /// request is taken from the sequence only while the consumer is within
     /// its limit.
     private func runBatchAsTasks(_ requests: some Sequence<Request> & Sendable, options: BatchOptions,
-                                 demand: BatchDemand?, output: AsyncStream<[BatchResult]>.Continuation) async
+                                 demand: BatchDemand?, output: BatchChannel) async
     {
         let width = max(1, options.maxConcurrentRequests)
         // Wakes this task when the consumer has made room (bufferingNewest(1): a wake is never lost).
@@ -353,7 +349,7 @@ extension SessionManager {
                 }
                 guard let result = await group.next() else { break }
                 inFlight -= 1
-                output.yield([result])
+                output.send([result])
             }
         }
         creditContinuation.finish()
