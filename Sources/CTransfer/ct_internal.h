@@ -551,6 +551,9 @@ struct cti_command {
   struct ct_trust_policy *policy;
 };
 
+/* The longest URL beginning ct_origin.c remembers (loop->origin_last). */
+#define CTI_ORIGIN_PREFIX_MAX 128
+
 struct ct_loop {
   struct ct_loop_config config;
   char *ca_file;
@@ -601,6 +604,13 @@ struct ct_loop {
   /* Per-origin admission (ct_origin.c): origins by key, those with room
    * and waiting transfers, and how many transfers wait in all. */
   struct cti_origin **origin_buckets;  /* CTI_ORIGIN_BUCKETS, lazily */
+  /* The origin the last transfer entered, and how its URL began (scheme
+   * and authority, as written): most transfers go where the one before
+   * went, and are matched on those bytes without a key or a hash. NULL
+   * once that record is freed. */
+  struct cti_origin *origin_last;
+  char origin_last_prefix[CTI_ORIGIN_PREFIX_MAX];
+  size_t origin_last_prefix_len;
   struct cti_origin *origin_ready;
   int64_t origin_waiting;        /* atomic, one writer: the loop thread */
   /* Records kept for reuse with no transfer (ct_origin.c), the most

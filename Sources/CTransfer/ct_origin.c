@@ -47,8 +47,10 @@ struct cti_origin {
 #define KEY_MAX 300
 
 /* "scheme://host:port" of `url`, lower case, the default port added;
- * 0 when the URL has no authority or it does not fit. */
-static size_t origin_key(const char *url, char *out, size_t size)
+ * 0 when the URL has no authority or it does not fit. `*prefix`: how many
+ * bytes of `url` that was read from (up to the end of the authority). */
+static size_t origin_key(const char *url, char *out, size_t size,
+                         size_t *prefix)
 {
   const char *sep = strstr(url, "://");
   const char *host;
@@ -70,6 +72,7 @@ static size_t origin_key(const char *url, char *out, size_t size)
     host = at;
   if(end == host)
     return 0;
+  *prefix = (size_t)(end - url);
   /* A port after the host (an IPv6 literal's colons are inside []). */
   port = end;
   for(i = (size_t)(end - host); i > 0; i--) {
@@ -159,6 +162,8 @@ static void origin_free(struct ct_loop *loop, struct cti_origin *o)
     b = &(*b)->next;
   if(*b)
     *b = o->next;
+  if(loop->origin_last == o)
+    loop->origin_last = NULL;
   free(o);
   set_stat(&loop->origin_records, loop->origin_records - 1);
 }
@@ -215,20 +220,55 @@ static void idle_if_unused(struct ct_loop *loop, struct cti_origin *o)
   }
 }
 
-int cti_origin_enter(struct ct_loop *loop, struct cti_transfer *t)
+/* Whether `url` begins with the last transfer's scheme and authority,
+ * byte for byte, and its authority ends there. */
+static int same_as_last(const struct ct_loop *loop, const char *url)
+{
+  size_t n = loop->origin_last_prefix_len;
+  char c;
+  if(!loop->origin_last || strncmp(url, loop->origin_last_prefix, n) != 0)
+    return 0;
+  c = url[n];
+  return c == '\0' || c == '/' || c == '?' || c == '#';
+}
+
+/* The record of `t`'s origin, found or made; NULL when `t` is not under
+ * the rule (no authority, a key too long) or there is no memory. */
+static struct cti_origin *origin_of(struct ct_loop *loop,
+                                    const struct cti_transfer *t)
 {
   char key[KEY_MAX];
   size_t len;
+  size_t prefix = 0;
+  struct cti_origin *o;
+  if(same_as_last(loop, t->url)) {
+    o = loop->origin_last;
+    if(o->idle)
+      idle_unlink(loop, o);       /* in use again */
+    return o;
+  }
+  len = origin_key(t->url, key, sizeof(key), &prefix);
+  if(!len)
+    return NULL;
+  o = find_or_add(loop, key, len);
+  if(o && prefix < sizeof(loop->origin_last_prefix)) {
+    memcpy(loop->origin_last_prefix, t->url, prefix);
+    loop->origin_last_prefix_len = prefix;
+    loop->origin_last = o;
+  }
+  return o;
+}
+
+int cti_origin_enter(struct ct_loop *loop, struct cti_transfer *t)
+{
   struct cti_origin *o;
   int64_t limit = loop->config.max_connections_per_host;
   if(limit <= 0 || !t->url || !one_per_connection(loop, t))
     return 0;
-  len = origin_key(t->url, key, sizeof(key));
-  if(!len)
-    return 0;
-  o = find_or_add(loop, key, len);
+  o = origin_of(loop, t);
   if(!o)
-    return 0;            /* no memory: libcurl's own limit still holds */
+    return 0;            /* no memory, or not under the rule: libcurl's own
+                            limit still holds */
   t->origin = o;
   if(o->running < limit && !o->wait_head) {
     o->running++;
@@ -316,6 +356,7 @@ void cti_origin_free_all(struct ct_loop *loop)
   }
   free(loop->origin_buckets);
   loop->origin_buckets = NULL;
+  loop->origin_last = NULL;
   loop->origin_ready = NULL;
   loop->origin_idle = NULL;
   loop->origin_idle_tail = NULL;

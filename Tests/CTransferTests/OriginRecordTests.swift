@@ -46,6 +46,55 @@ struct OriginRecordTests {
         #expect(stats(harness).allocated == 1)
     }
 
+    @Test("requests alternating between two origins find both records without making more")
+    func alternatingOrigins() throws {
+        let server = try TestServer.start()
+        defer { _ = server.stop() }
+        let harness = try PhaseHarness(maxConnectionsPerHost: 2)
+        defer { harness.destroy() }
+
+        for index in 0..<12 {
+            let host = index % 2 == 0 ? "one.test" : "two.test"
+            let outcome = try get(harness, server, host: host, "/bytes/32?seed=\(index)")
+            #expect(outcome.code == CT_OK)
+            #expect(outcome.body == TestServer.bytes(seed: UInt64(index), count: 32))
+        }
+        let now = stats(harness)
+        #expect(now.allocated == 2 && now.records == 2 && now.idle == 2, "\(now)")
+    }
+
+    @Test("a URL that only begins like the last origin's (then its user part ends) counts in its own origin")
+    func lookalikeBeginning() async throws {
+        let server = try await TestServer.start()
+        defer { _ = server.stop() }
+        let harness = try PhaseHarness(maxConnectionsPerHost: 1)
+        defer { harness.destroy() }
+        let port = server.port
+        let resolve = ["a.test:\(port):127.0.0.1", "b.test:\(port):127.0.0.1"]
+
+        // a.test's one connection is taken until the test ends.
+        let held = try harness.submit("http://a.test:\(port)/hold/100000?gate=lookalike") { spec, strings in
+            spec.resolve = strings.array(resolve)
+            spec.resolve_count = 2
+        }
+        try await Wait.until("the request held at the gate", timeout: .seconds(10)) {
+            server.heldAtGate("lookalike") == 1
+        }
+        // Begins with "http://a.test:PORT" byte for byte, but that is the
+        // user part: the host is b.test, whose limit is free. Counted in
+        // a.test's origin, it would wait behind the held request.
+        let other = try harness.submit("http://a.test:\(port)@b.test:\(port)/bytes/16?seed=5") { spec, strings in
+            spec.resolve = strings.array(resolve)
+            spec.resolve_count = 2
+        }
+        let outcome = try harness.waitForFinish(other, timeout: .seconds(10))
+
+        #expect(outcome.code == CT_OK)
+        #expect(outcome.body == TestServer.bytes(seed: 5, count: 16))
+        #expect(stats(harness).records == 2)
+        #expect(harness.results(held).isEmpty)
+    }
+
     @Test("after many distinct origins at most CT_ORIGIN_IDLE_MAX records stay, the most recently used")
     func idleRecordsBounded() throws {
         let server = try TestServer.start()
