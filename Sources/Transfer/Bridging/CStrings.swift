@@ -7,12 +7,14 @@ import Glibc
 /// options usually fit the first block, so a spec costs one allocation
 /// instead of one per string (and none for the bookkeeping).
 final class CStrings {
+    // Unchecked exclusivity: used by one caller at a time (above), and
+    // each dynamic check was a runtime call per string.
     /// The block being filled, and what is left of it.
-    private var block: UnsafeMutableRawPointer?
-    private var used = 0
-    private var capacity = 0
+    @exclusivity(unchecked) private var block: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var used = 0
+    @exclusivity(unchecked) private var capacity = 0
     /// Blocks filled before `block` (rare: a request with large headers).
-    private var full: [UnsafeMutableRawPointer] = []
+    @exclusivity(unchecked) private var full: [UnsafeMutableRawPointer] = []
 
     private static let blockSize = 1024
 

@@ -25,8 +25,11 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     private let inEngine = Protected(InFlightList())
     private let cancelled = Atomic<Bool>(false)
     private let state: Protected<State>
-    /// Requests that finished in the current loop pass (loop thread only).
-    private var finishedThisPass: [FastRequest] = []
+    /// Requests that finished in the current loop pass, and the buffer of
+    /// the pass before, kept for the next (loop thread only: no dynamic
+    /// exclusivity check).
+    @exclusivity(unchecked) private var finishedThisPass: [FastRequest] = []
+    @exclusivity(unchecked) private var spare: [FastRequest] = []
     /// The session's request instruments, bound on the caller's thread.
     private let instruments: [any RequestInstrument]
 
@@ -88,8 +91,13 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
 
     /// Loop thread, at the end of a pass in which some of this batch finished.
     func passDidEnd() {
-        let done = finishedThisPass
-        finishedThisPass.removeAll(keepingCapacity: true)
+        var done: [FastRequest] = []
+        swap(&done, &finishedThisPass)
+        swap(&finishedThisPass, &spare)
+        defer {
+            done.removeAll(keepingCapacity: true)
+            spare = done
+        }
         state.withLock { state in
             state.inFlight -= done.count
             for request in done {

@@ -20,7 +20,9 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     // are written and read on the loop thread only; `outcome` is written on
     // the loop thread and taken there or by the job that resumes callers,
     // which the loop starts after writing it; `state` is atomic; the rest
-    // is immutable.
+    // is immutable. Those ordered accesses are why the mutable properties
+    // skip the dynamic exclusivity check (`@exclusivity(unchecked)`): it
+    // cost a runtime call per access, several per request.
 
     let request: Request
     let session: SessionManager
@@ -30,11 +32,11 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     /// Its place in its batch's list of requests in the engine
     /// (``InFlightList``): set under that list's lock before the request is
     /// submitted, read by the loop thread once it has finished.
-    var slot = -1
-    var continuation: UnsafeContinuation<DataResult, Never>?
+    @exclusivity(unchecked) var slot = -1
+    @exclusivity(unchecked) var continuation: UnsafeContinuation<DataResult, Never>?
     /// The priority of the task awaiting `continuation`: the job that
     /// resumes several callers at once runs at the highest of theirs.
-    var callerPriority: TaskPriority = .medium
+    @exclusivity(unchecked) var callerPriority: TaskPriority = .medium
 
     /// 0 before submit, then the engine id, then `finishedMark`; or
     /// `cancelledMark` once cancelled (before or while in the engine).
@@ -42,18 +44,18 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     private static let cancelledMark = UInt64.max
     private static let finishedMark = UInt64.max - 1
 
-    private var status = 0
-    private var version: Int32 = 0
+    @exclusivity(unchecked) private var status = 0
+    @exclusivity(unchecked) private var version: Int32 = 0
     /// The URL after redirects; nil when it is the request's.
-    private var effectiveURL: String?
-    private var rawHeaders: String?
-    private var setsCookies = false
+    @exclusivity(unchecked) private var effectiveURL: String?
+    @exclusivity(unchecked) private var rawHeaders: String?
+    @exclusivity(unchecked) private var setsCookies = false
     /// Set at finish (loop thread), handed over at the end of the pass.
-    private var outcome: BatchResult?
+    @exclusivity(unchecked) private var outcome: BatchResult?
     /// What event monitors get (``EventMonitor/requestDidComplete(_:)``),
     /// made at finish only when some monitor wants it; taken at the end of
     /// the pass (loop thread).
-    var completion: CompletedRequest?
+    @exclusivity(unchecked) var completion: CompletedRequest?
     /// What the session's request instruments returned for this request
     /// (``RequestInstrument``); empty without instruments.
     let observers: [any RequestObserver]

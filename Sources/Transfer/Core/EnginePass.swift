@@ -13,7 +13,12 @@ final class EnginePass: @unchecked Sendable {
     // are Sendable.
     let mailbox: Mailbox
     let registry = FastRegistry()
-    private var finished: [FastRequest] = []
+    // Loop thread only, so no dynamic exclusivity check (a runtime call
+    // per access, several per pass).
+    @exclusivity(unchecked) private var finished: [FastRequest] = []
+    /// The buffer of the pass before, emptied and kept: two buffers take
+    /// turns, so a pass allocates none.
+    @exclusivity(unchecked) private var spare: [FastRequest] = []
 
     init(mailbox: Mailbox) { self.mailbox = mailbox }
 
@@ -25,14 +30,17 @@ final class EnginePass: @unchecked Sendable {
     /// Loop thread, once per pass.
     func end() {
         if !finished.isEmpty {
-            let done = finished
-            finished.removeAll(keepingCapacity: true)
+            var done: [FastRequest] = []
+            swap(&done, &finished)
+            swap(&finished, &spare)
             var singles: [ObjectIdentifier] = []
-            var runs: [ObjectIdentifier: BatchRun] = [:]
+            // The batches that had a request finish: nearly always one, so a
+            // list searched by identity, not a dictionary made per pass.
+            var runs: [BatchRun] = []
             for request in done {
                 if let run = request.run {
                     run.didFinish(request)
-                    runs[ObjectIdentifier(run)] = run
+                    if !runs.contains(where: { $0 === run }) { runs.append(run) }
                 } else {
                     singles.append(ObjectIdentifier(request))
                 }
@@ -57,7 +65,9 @@ final class EnginePass: @unchecked Sendable {
                 }
             }
             Self.resumeCallers(done)
-            for run in runs.values { run.passDidEnd() }
+            for run in runs { run.passDidEnd() }
+            done.removeAll(keepingCapacity: true)
+            spare = done
         }
         mailbox.flush()
     }

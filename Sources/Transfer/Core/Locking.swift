@@ -18,7 +18,9 @@ final class OnceFlag: Sendable {
 /// Deciding happens under the lock, acting (handlers, C calls) after it.
 package final class Protected<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only touched with `mutex` held.
-    private var value: Value
+    // Unchecked exclusivity: the mutex makes every access exclusive, and
+    // the dynamic check cost a runtime call on every lock.
+    @exclusivity(unchecked) private var value: Value
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
     package init(_ value: Value) {
