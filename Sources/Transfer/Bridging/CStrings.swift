@@ -100,6 +100,14 @@ final class CStrings {
         return UnsafePointer(buffer.assumingMemoryBound(to: UInt8.self))
     }
 
+    /// Forgets every string (they must no longer be used: the engine has
+    /// copied them) but keeps the current block for the next ones.
+    func reset() {
+        for block in full { block.deallocate() }
+        full.removeAll(keepingCapacity: true)
+        used = 0
+    }
+
     func free() {
         for block in full { block.deallocate() }
         full.removeAll()

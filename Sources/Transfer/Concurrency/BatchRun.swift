@@ -32,6 +32,26 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     @exclusivity(unchecked) private var spare: [FastRequest] = []
     /// The session's request instruments, bound on the caller's thread.
     private let instruments: [any RequestInstrument]
+    /// Where windows are built: kept from one to the next, so that a window
+    /// allocates no arrays or string arena of its own.
+    private let window = Window()
+
+    /// Used only by ``advance(_:)``, under the lock of `state`: no dynamic
+    /// exclusivity checks.
+    private final class Window {
+        let strings = CStrings()
+        @exclusivity(unchecked) var specs: [TransferSpec] = []
+        @exclusivity(unchecked) var targets: [FastRequest] = []
+        @exclusivity(unchecked) var contexts: [UnsafeMutableRawPointer?] = []
+        @exclusivity(unchecked) var ids: [UInt64] = []
+
+        /// Ready for the next window; the strings were copied by the engine.
+        func clear() {
+            strings.reset()
+            specs.removeAll(keepingCapacity: true)
+            targets.removeAll(keepingCapacity: true)
+        }
+    }
 
     private struct State {
         /// Where requests come from; nil once it has none left.
@@ -154,13 +174,10 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
         while state.source != nil && !cancelled.load(ordering: .sequentiallyConsistent) {
             let room = roomNow(state)
             if room <= 0 { return }
-            let strings = CStrings()
-            defer { strings.free() }
-            var specs: [TransferSpec] = []
-            var targets: [FastRequest] = []
+            let window = self.window
+            defer { window.clear() }
+            let strings = window.strings
             var tasks: [(Int, BatchTaskRequest)] = []
-            specs.reserveCapacity(room)
-            targets.reserveCapacity(room)
             var taken = 0
             while taken < room, let request = state.source?.next() {
                 let index = state.next
@@ -181,11 +198,11 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
                     // back from its target, is copied.)
                     let collects = FastRequest.collectsMetrics(session: session, run: self, observed: false)
                     do throws(TransferError) {
-                        specs.append(try session.fastSpec(for: request, strings: strings,
-                                                          discardsBody: options.discardsBodies,
-                                                          collectsMetrics: collects))
-                        targets.append(FastRequest(session: session, request: consume request, run: self,
-                                                   index: index))
+                        window.specs.append(try session.fastSpec(for: request, strings: strings,
+                                                                 discardsBody: options.discardsBodies,
+                                                                 collectsMetrics: collects))
+                        window.targets.append(FastRequest(session: session, request: consume request, run: self,
+                                                          index: index))
                     } catch {
                         record(&state, index, .failure(error))
                     }
@@ -196,43 +213,44 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
                 let target = FastRequest(session: session, request: consume instrumented, run: self, index: index,
                                          observers: observers)
                 do throws(TransferError) {
-                    specs.append(try session.fastSpec(for: target.request, strings: strings,
-                                                      discardsBody: options.discardsBodies,
-                                                      collectsMetrics: target.collectsMetrics))
-                    targets.append(target)
+                    window.specs.append(try session.fastSpec(for: target.request, strings: strings,
+                                                             discardsBody: options.discardsBodies,
+                                                             collectsMetrics: target.collectsMetrics))
+                    window.targets.append(target)
                 } catch {
                     Self.notify(observers, of: target.request, error)
                     record(&state, index, .failure(error))
                 }
             }
             if taken < room { state.source = nil }
-            if targets.isEmpty && tasks.isEmpty { continue }
+            if window.targets.isEmpty && tasks.isEmpty { continue }
             state.inFlight += tasks.count
             // Listed before they are submitted, so that a cancel() from now on
             // reaches them; one that came before is seen just after.
             inEngine.withLock { list in
                 list.remove(&state.finishedSlots, tasks: &state.finishedTasks)
-                for request in targets { request.slot = list.insert(request) }
+                for request in window.targets { request.slot = list.insert(request) }
                 for (index, task) in tasks { list.insert(task, index: index) }
             }
             if cancelled.load(ordering: .sequentiallyConsistent) {
-                for request in targets { request.cancel() }
+                for request in window.targets { request.cancel() }
                 for (_, task) in tasks { task.cancel() }
             }
-            if targets.isEmpty { continue }
-            state.inFlight += targets.count
-            switch session.engine.submitBatch(specs, targets: targets) {
-            case .failure(let error):
-                state.inFlight -= targets.count
-                inEngine.withLock { list in for request in targets { list.remove(slot: request.slot) } }
-                for request in targets {
+            if window.targets.isEmpty { continue }
+            state.inFlight += window.targets.count
+            if let error = session.engine.submitBatch(window.specs, targets: window.targets, contexts: &window.contexts,
+                                                      ids: &window.ids)
+            {
+                state.inFlight -= window.targets.count
+                inEngine.withLock { list in for request in window.targets { list.remove(slot: request.slot) } }
+                for request in window.targets {
                     var error = error
                     error.url = request.request.url
                     Self.notify(request.observers, of: request.request, error)
                     record(&state, request.index, .failure(error))
                 }
-            case .success(let ids):
-                for (request, id) in zip(targets, ids) { request.didSubmit(id: id) }
+            } else {
+                for (request, id) in zip(window.targets, window.ids) { request.didSubmit(id: id) }
             }
         }
     }

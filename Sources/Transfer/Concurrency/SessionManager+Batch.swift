@@ -77,29 +77,29 @@ public struct BatchResults: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         let base: BatchChannel.Receiver
         let demand: BatchDemand?
+        /// The chunk being handed out, last result first: each is moved out
+        /// with `popLast()`, not copied and destroyed.
         var buffer: [BatchResult] = []
-        var position = 0
 
         /// Results that have arrived and are not yet handed out: while this
         /// is above 0, ``next()`` returns without suspending. A consumer that
         /// batches its own output (the command's `--metrics` lines) writes it
         /// when this reaches 0, once per loop pass instead of once per result.
-        package var readyCount: Int { buffer.count - position }
+        package var readyCount: Int { buffer.count }
 
         /// The next finished request, or nil once every request has finished
         /// (or the batch was cancelled).
         public mutating func next() async -> BatchResult? {
-            while position == buffer.count {
+            while buffer.isEmpty {
                 // One chunk per loop pass: the results of every request that
                 // finished in it.
                 guard let chunk = await base.channel.next() else { return nil }
                 buffer = chunk
-                position = 0
+                buffer.reverse()
             }
-            defer { position += 1 }
             // Taken: its slot may be refilled (one relaxed add, one load).
             demand?.didConsume()
-            return buffer[position]
+            return buffer.popLast()
         }
     }
 }

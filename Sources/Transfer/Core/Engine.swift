@@ -161,14 +161,20 @@ final class Engine: Sendable {
     /// wake-up). All or nothing: on success every target's finish runs
     /// exactly once and `ids[i]` names `targets[i]`'s transfer.
     /// Generic over the target class, so that an array of a subclass is
-    /// not converted (a new array per window) to pass it.
-    func submitBatch<Target: EngineTarget>(_ specs: [TransferSpec], targets: [Target])
-        -> Result<[UInt64], TransferError>
+    /// not converted (a new array per window) to pass it. `contexts` and
+    /// `ids` are the caller's buffers, kept from one call to the next (no
+    /// allocation per window): on success `ids[i]` names `targets[i]`'s
+    /// transfer, and the error is nil.
+    func submitBatch<Target: EngineTarget>(_ specs: [TransferSpec], targets: [Target],
+                                           contexts: inout [UnsafeMutableRawPointer?], ids: inout [UInt64])
+        -> TransferError?
     {
         precondition(specs.count == targets.count, "Engine.submitBatch: one target per spec")
-        if specs.isEmpty { return .success([]) }
-        let contexts: [UnsafeMutableRawPointer?] = targets.map { Unmanaged.passRetained($0).toOpaque() }
-        var ids = [UInt64](repeating: 0, count: specs.count)
+        contexts.removeAll(keepingCapacity: true)
+        ids.removeAll(keepingCapacity: true)
+        if specs.isEmpty { return nil }
+        for target in targets { contexts.append(Unmanaged.passRetained(target).toOpaque()) }
+        ids.append(contentsOf: repeatElement(0, count: specs.count))
         // TransferSpec's one stored property is its ct_transfer_spec: same layout.
         let code = specs.withUnsafeBufferPointer { wrapped in
             wrapped.withMemoryRebound(to: ct_transfer_spec.self) { specBuffer in
@@ -185,10 +191,10 @@ final class Engine: Sendable {
         guard code == CT_OK else {
             // Nothing was queued: every context is ours again.
             for context in contexts { Unmanaged<Target>.fromOpaque(context!).release() }
-            return .failure(TransferError(Engine.errorCode(for: code),
-                                          "cannot start the transfers: \(String(cString: ct_code_name(code)))"))
+            return TransferError(Engine.errorCode(for: code),
+                                 "cannot start the transfers: \(String(cString: ct_code_name(code)))")
         }
-        return .success(ids)
+        return nil
     }
 
     // The commands below queue and return at once. Their code is returned
