@@ -66,6 +66,8 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
         var finishedTasks: [Int] = []
         /// The session was invalidated before the batch started: every request fails.
         var refused = false
+        /// The batch's slot in the session's registry (nil: refused).
+        var registrySlot: Int?
         var ended = false
     }
 
@@ -86,7 +88,8 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     func start() {
         let admitted = session.engine.pass.registry.admit(self)
         state.withLock { state in
-            state.refused = !admitted
+            state.registrySlot = admitted
+            state.refused = admitted == nil
             proceed(&state)
         }
     }
@@ -285,7 +288,7 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
             output.finish()
             demand?.setOnCredit(nil)
             inEngine.withLock { $0 = InFlightList() }
-            session.engine.pass.registry.remove(self)
+            if let slot = state.registrySlot { session.engine.pass.registry.remove(slot: slot) }
         }
     }
 }

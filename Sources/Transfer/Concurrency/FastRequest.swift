@@ -33,6 +33,9 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
     /// (``InFlightList``): set under that list's lock before the request is
     /// submitted, read by the loop thread once it has finished.
     @exclusivity(unchecked) var slot = -1
+    /// A lone request's slot in the session's registry of work in flight
+    /// (``FastRegistry``): set when it is admitted, before it is submitted.
+    @exclusivity(unchecked) var registrySlot = -1
     @exclusivity(unchecked) var continuation: UnsafeContinuation<DataResult, Never>?
     /// The priority of the task awaiting `continuation`: the job that
     /// resumes several callers at once runs at the highest of theirs.
@@ -104,9 +107,10 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
         if Task.isCancelled || isCancelled {
             return fail(TransferError(.cancelled, "cancelled", url: request.url))
         }
-        guard session.engine.pass.registry.admit(self, late: SessionAdmission.admits(session)) else {
+        guard let admitted = session.engine.pass.registry.admit(self, late: SessionAdmission.admits(session)) else {
             return fail(SessionManager.invalidatedError(url: request.url))
         }
+        registrySlot = admitted
         let strings = CStrings()
         defer { strings.free() }
         var spec: TransferSpec
@@ -114,12 +118,12 @@ final class FastRequest: EngineTarget, FastCancellable, @unchecked Sendable {
             spec = try session.fastSpec(for: sent, strings: strings, discardsBody: false,
                                         collectsMetrics: collectsMetrics)
         } catch {
-            session.engine.pass.registry.remove(self)
+            session.engine.pass.registry.remove(slot: registrySlot)
             return fail(error)
         }
         switch session.engine.submit(&spec, target: self) {
         case .failure(var error):
-            session.engine.pass.registry.remove(self)
+            session.engine.pass.registry.remove(slot: registrySlot)
             error.url = request.url
             fail(error)
         case .success(let id):

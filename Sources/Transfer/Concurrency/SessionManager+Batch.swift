@@ -278,10 +278,10 @@ extension SessionManager {
         let admission = BatchAdmission()
         let admitted = engine.pass.registry.admit(admission)
         let task = Task {
-            await SessionAdmission.$session.withValue(admitted ? ObjectIdentifier(self) : nil) {
+            await SessionAdmission.$session.withValue(admitted != nil ? ObjectIdentifier(self) : nil) {
                 await self.runBatchAsTasks(requests, options: options, demand: demand, output: channel)
             }
-            if admitted { self.engine.pass.registry.remove(admission) }
+            if let admitted { self.engine.pass.registry.remove(slot: admitted) }
         }
         admission.attach(task)
         channel.onCancel { task.cancel() }

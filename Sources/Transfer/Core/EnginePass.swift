@@ -33,7 +33,7 @@ final class EnginePass: @unchecked Sendable {
             var done: [FastRequest] = []
             swap(&done, &finished)
             swap(&finished, &spare)
-            var singles: [ObjectIdentifier] = []
+            var singles: [Int] = []
             // The batches that had a request finish: nearly always one, so a
             // list searched by identity, not a dictionary made per pass.
             var runs: [BatchRun] = []
@@ -42,10 +42,10 @@ final class EnginePass: @unchecked Sendable {
                     run.didFinish(request)
                     if !runs.contains(where: { $0 === run }) { runs.append(run) }
                 } else {
-                    singles.append(ObjectIdentifier(request))
+                    singles.append(request.registrySlot)
                 }
             }
-            if !singles.isEmpty { registry.remove(singles) }
+            if !singles.isEmpty { registry.remove(slots: singles) }
             // Event monitors that want completions and the completion
             // notification: one hand-over each per pass, before the callers go on.
             if let session = done.first?.session {
@@ -113,35 +113,53 @@ protocol FastCancellable: AnyObject, Sendable {
 final class FastRegistry: Sendable {
     private let state = Protected<State>(State())
 
+    /// Work in flight by slot: a slot is given back when its work leaves
+    /// and reused, so entering and leaving hash nothing (a `data(for:)`
+    /// call enters and leaves once each).
     private struct State {
         var closed = false
-        var live: [ObjectIdentifier: any FastCancellable] = [:]
+        var live: [(any FastCancellable)?] = []
+        var freeSlots: [Int] = []
+        var count = 0
         /// Set by ``close(whenDrained:)``; taken when `live` empties.
         var onDrained: (@Sendable () -> Void)?
+
+        var all: [any FastCancellable] { live.compactMap { $0 } }
     }
 
-    /// Registers `work`; false once the session was invalidated, unless
-    /// `late` (`work` belongs to something admitted before: a batch) and
-    /// work is still in flight (which that batch is).
-    func admit(_ work: any FastCancellable, late: @autoclosure () -> Bool = false) -> Bool {
+    /// Registers `work` and returns its slot (for ``remove(slot:)``); nil
+    /// once the session was invalidated, unless `late` (`work` belongs to
+    /// something admitted before: a batch) and work is still in flight
+    /// (which that batch is).
+    func admit(_ work: any FastCancellable, late: @autoclosure () -> Bool = false) -> Int? {
         state.withLock { state in
-            guard !state.closed || (!state.live.isEmpty && late()) else { return false }
-            state.live[ObjectIdentifier(work)] = work
-            return true
+            guard !state.closed || (state.count > 0 && late()) else { return nil }
+            state.count += 1
+            if let slot = state.freeSlots.popLast() {
+                state.live[slot] = work
+                return slot
+            }
+            state.live.append(work)
+            return state.live.count - 1
         }
     }
 
-    func remove(_ ids: [ObjectIdentifier]) {
+    /// The work in `slots` has left (each slot once, as ``admit(_:late:)`` gave it).
+    func remove(slots: [Int]) {
         let drained = state.withLock { state -> (@Sendable () -> Void)? in
-            for id in ids { state.live.removeValue(forKey: id) }
-            guard state.closed, state.live.isEmpty else { return nil }
+            for slot in slots {
+                state.live[slot] = nil
+                state.freeSlots.append(slot)
+            }
+            state.count -= slots.count
+            guard state.closed, state.count == 0 else { return nil }
             defer { state.onDrained = nil }
             return state.onDrained
         }
         drained?()
     }
 
-    func remove(_ work: any FastCancellable) { remove([ObjectIdentifier(work)]) }
+    func remove(slot: Int) { remove(slots: [slot]) }
 
     /// Refuses new work from now on; returns what is in flight. The first
     /// call's `whenDrained` runs once nothing is left in flight: at once
@@ -152,7 +170,7 @@ final class FastRegistry: Sendable {
         let (live, drained) = state.withLock { state -> ([any FastCancellable], (@Sendable () -> Void)?) in
             if !state.closed { state.onDrained = whenDrained }
             state.closed = true
-            guard state.live.isEmpty else { return (Array(state.live.values), nil) }
+            guard state.count == 0 else { return (state.all, nil) }
             defer { state.onDrained = nil }
             return ([], state.onDrained)
         }
@@ -161,8 +179,8 @@ final class FastRegistry: Sendable {
     }
 
     /// What is in flight now.
-    var inFlight: [any FastCancellable] { state.withLock { Array($0.live.values) } }
+    var inFlight: [any FastCancellable] { state.withLock { $0.all } }
 
     /// Closed, with nothing in flight.
-    var isDrained: Bool { state.withLock { $0.closed && $0.live.isEmpty } }
+    var isDrained: Bool { state.withLock { $0.closed && $0.count == 0 } }
 }
