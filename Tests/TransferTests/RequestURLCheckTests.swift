@@ -60,6 +60,29 @@ struct RequestURLCheckTests {
         }
     }
 
+    @Test("a space, a control byte or DEL anywhere is refused; bytes from 0x80 up are not")
+    func everyBytePosition() {
+        // Longer than two words, so that a bad byte is tried in every lane of
+        // the eight-byte check and in the tail after it.
+        let good = Array("http://example.com/a/b/c/d/e/f?q=1#frag".utf8)
+        #expect(good.withUnsafeBufferPointer(Request.isSendableURL))
+        for position in 0..<good.count {
+            for bad: UInt8 in [0x00, 0x09, 0x0A, 0x1F, 0x20, 0x7F] {
+                var bytes = good
+                bytes[position] = bad
+                #expect(!bytes.withUnsafeBufferPointer(Request.isSendableURL), "byte \(bad) at \(position)")
+            }
+        }
+        // UTF-8 in the path: allowed at every position after the authority.
+        for position in 19..<good.count {
+            for high: UInt8 in [0x80, 0xA0, 0xC3, 0xFF] {
+                var bytes = good
+                bytes[position] = high
+                #expect(bytes.withUnsafeBufferPointer(Request.isSendableURL), "byte \(high) at \(position)")
+            }
+        }
+    }
+
     @Test("a request with an unusable URL is refused with invalidRequest")
     func refusals() throws {
         for text in ["http:///path", "ftp://example.com/", "https://user@:443/", "http:example.com", "https://[]/"] {

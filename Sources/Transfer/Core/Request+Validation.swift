@@ -48,6 +48,23 @@ extension Request {
         // cost several times as much here, on every request.
         let count = bytes.count
         var index = 0
+        // Eight bytes at a time: whether any is below 0x21 (a space or a
+        // control byte), or is 0x7F. Exact as a yes or no (the borrows of
+        // the subtraction can only mark bytes above one that matched), and
+        // bytes of 0x80 and above never match.
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                let below = (word &- ones &* 0x21) & ~word & highs
+                let delete = word ^ (ones &* 0x7F)
+                let isDelete = (delete &- ones) & ~delete & highs
+                if below | isDelete != 0 { return false }
+                index += 8
+            }
+        }
         while index < count {
             let byte = bytes[index]
             if byte < 0x21 || byte == 0x7F { return false }
