@@ -92,16 +92,19 @@ final class BatchChannel: Sendable {
     }
 
     /// Consumer: the next chunk, or nil at the end. Cancelling the calling
-    /// task cancels the channel.
+    /// task cancels the channel (chunks already sent are still handed out,
+    /// as `AsyncStream` hands out its buffer). One task at a time.
     func next() async -> [BatchResult]? {
         // Without suspending when a chunk is there (several loop passes
         // may have ended while the consumer was busy).
+        if Task.isCancelled { cancel() }
         if let ready = state.withLock({ $0.popChunk() }) { return ready }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<[BatchResult]?, Never>) in
                 let now = state.withLock { state -> [BatchResult]?? in
                     if let chunk = state.popChunk() { return .some(chunk) }
                     if state.finished { return .some(nil) }
+                    precondition(state.waiter == nil, "BatchResults iterated by two tasks at once")
                     state.waiter = continuation
                     return nil
                 }
