@@ -55,17 +55,21 @@ final class BatchChannel: Sendable {
     }
 
     /// Producer: hands a chunk over (dropped once the channel has ended).
-    func send(_ chunk: [BatchResult]) {
+    /// Consumed: the consumer gets the array's only reference, and can
+    /// change it in place.
+    func send(_ chunk: consuming [BatchResult]) {
+        // Moved, never copied: into the queue or to the waiting consumer.
+        var held: [BatchResult]? = consume chunk
         let waiter = state.withLock { state -> UnsafeContinuation<[BatchResult]?, Never>? in
             if state.finished { return nil }
             if let waiter = state.waiter {
                 state.waiter = nil
                 return waiter
             }
-            state.chunks.append(chunk)
+            state.chunks.append(held.take()!)
             return nil
         }
-        waiter?.resume(returning: chunk)
+        if let waiter, let chunk = held.take() { waiter.resume(returning: chunk) }
     }
 
     /// Producer: no chunk comes after those sent.

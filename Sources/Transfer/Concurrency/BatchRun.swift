@@ -279,8 +279,11 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
     /// Hands the results so far over, and ends the sequence after the last.
     private func flush(_ state: inout State) {
         if !state.pending.isEmpty {
-            output.send(state.pending)
-            state.pending.removeAll(keepingCapacity: true)
+            // Moved out, so that the consumer holds the chunk's only reference.
+            var chunk: [BatchResult] = []
+            swap(&chunk, &state.pending)
+            state.pending.reserveCapacity(chunk.count)
+            output.send(consume chunk)
         }
         let noMore = state.source == nil || cancelled.load(ordering: .sequentiallyConsistent)
         if noMore && state.inFlight == 0 && !state.ended {

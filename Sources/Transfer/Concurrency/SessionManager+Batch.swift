@@ -93,13 +93,15 @@ public struct BatchResults: AsyncSequence, Sendable {
             while buffer.isEmpty {
                 // One chunk per loop pass: the results of every request that
                 // finished in it.
-                guard let chunk = await base.channel.next() else { return nil }
-                buffer = chunk
-                buffer.reverse()
+                guard var chunk = await base.channel.next() else { return nil }
+                // Reversed in place: the chunk's one reference is this one
+                // (a shared array would be copied whole first).
+                chunk.reverse()
+                buffer = consume chunk
             }
             // Taken: its slot may be refilled (one relaxed add, one load).
             demand?.didConsume()
-            return buffer.popLast()
+            return buffer.removeLast()
         }
     }
 }
