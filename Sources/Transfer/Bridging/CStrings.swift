@@ -109,11 +109,9 @@ final class CStrings {
     }
 
     func free() {
-        for block in full { block.deallocate() }
-        full.removeAll()
+        reset()
         block?.deallocate()
         block = nil
-        used = 0
         capacity = 0
     }
 

@@ -179,7 +179,6 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
             if room <= 0 { return }
             let window = self.window
             defer { window.clear() }
-            let strings = window.strings
             var tasks: [(Int, BatchTaskRequest)] = []
             var taken = 0
             while taken < room, let request = state.source?.next() {
@@ -195,34 +194,11 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
                     continue
                 }
                 if instruments.isEmpty {
-                    // The spec is built from the request, which then moves
-                    // into its target: no copy of it per request. (A `var`
-                    // kept in memory for an inout call, or a request read
-                    // back from its target, is copied.)
-                    let collects = FastRequest.collectsMetrics(session: session, run: self, observed: false)
-                    do throws(TransferError) {
-                        window.specs.append(try session.fastSpec(for: request, strings: strings,
-                                                                 discardsBody: options.discardsBodies,
-                                                                 collectsMetrics: collects))
-                        window.targets.append(FastRequest(session: session, request: consume request, run: self,
-                                                          index: index))
-                    } catch {
-                        record(&state, index, .failure(error))
-                    }
-                    continue
-                }
-                var instrumented = request
-                let observers = instruments.start(&instrumented)
-                let target = FastRequest(session: session, request: consume instrumented, run: self, index: index,
-                                         observers: observers)
-                do throws(TransferError) {
-                    window.specs.append(try session.fastSpec(for: target.request, strings: strings,
-                                                             discardsBody: options.discardsBodies,
-                                                             collectsMetrics: target.collectsMetrics))
-                    window.targets.append(target)
-                } catch {
-                    Self.notify(observers, of: target.request, error)
-                    record(&state, index, .failure(error))
+                    enqueue(consume request, index: index, observers: [], into: window, state: &state)
+                } else {
+                    var instrumented = request
+                    let observers = instruments.start(&instrumented)
+                    enqueue(consume instrumented, index: index, observers: observers, into: window, state: &state)
                 }
             }
             if taken < room { state.source = nil }
@@ -256,6 +232,27 @@ final class BatchRun: FastCancellable, @unchecked Sendable {
                 for (request, id) in zip(window.targets, window.ids) { request.didSubmit(id: id) }
             }
         }
+    }
+
+    /// Adds `request` to the window: its spec, built from the request itself,
+    /// then its target, into which the request moves. (A `Request` read back
+    /// from its target, or kept in a `var` across an `inout` call, is copied:
+    /// about 600 instructions per request.) A request whose spec cannot be
+    /// made fails here, and its observers hear of it.
+    private func enqueue(_ request: consuming Request, index: Int, observers: [any RequestObserver],
+                         into window: Window, state: inout State)
+    {
+        let collects = FastRequest.collectsMetrics(session: session, run: self, observed: !observers.isEmpty)
+        do throws(TransferError) {
+            window.specs.append(try session.fastSpec(for: request, strings: window.strings,
+                                                     discardsBody: options.discardsBodies, collectsMetrics: collects))
+        } catch {
+            Self.notify(observers, of: request, error)
+            record(&state, index, .failure(error))
+            return
+        }
+        window.targets.append(FastRequest(session: session, request: consume request, run: self, index: index,
+                                          observers: observers))
     }
 
     /// Tells a request's observers it failed before reaching the engine.
